@@ -1,0 +1,3 @@
+from edgebox.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""The contract between edgebox and a backend.
+
+A backend turns a version folder into instances. An ``Instance`` runs a list of
+requests and returns one result per request, in order: a response, or the
+EdgeboxError that request failed with. Raising from ``execute`` fails every
+request of the call; the daemon keeps running either way.
+
+``execute`` may assume its requests were validated against the model's config
+(names, datatypes, shapes, batch size) and reshaped to the model's shapes, and
+that no other thread is inside ``execute`` of the same instance: the instance
+pool hands each instance to one caller at a time. Which thread that is varies,
+so an instance that needs thread affinity (a CUDA context) keeps its own thread.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from edgebox.errors import EdgeboxError, Unavailable
+from edgebox.tensors import InferRequest, InferResponse
+
+InferFunction = Callable[[InferRequest], InferResponse]
+"""Runs a request against any loaded model; how BLS calls reach other models."""
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """One instance to create, from an ``instance_group`` entry."""
+
+    name: str
+    """Triton's naming: ``<group name>_<index>``, e.g. ``add_sub_0_1``."""
+    kind: str
+    """``CPU``, ``GPU`` or ``MODEL`` (KIND_AUTO is resolved before this point)."""
+    device_id: int = 0
+    secondary_devices: tuple[tuple[str, int], ...] = ()
+    """(kind, device_id) pairs, e.g. ``("KIND_NVDLA", 0)`` for a DLA core."""
+
+
+@dataclass
+class ModelContext:
+    """Everything a backend may know about the version it loads."""
+
+    name: str
+    version: int
+    config: object
+    """The normalized, auto-completed ``ModelConfig``."""
+    model_dir: Path
+    version_dir: Path
+    infer: InferFunction | None = None
+    notes: list[str] = field(default_factory=list)
+    """Facts the backend wants shown with the model (e.g. "CUDA EP absent, running on CPU")."""
+
+    @property
+    def where(self) -> str:
+        return f"model '{self.name}' version {self.version}"
+
+    def model_file(self) -> Path:
+        """The version's model file; Unavailable when it is missing."""
+        path = self.version_dir / self.config.default_model_filename
+        if not path.exists():
+            raise Unavailable(f"{self.where}: model file '{path}' not found")
+        return path
+
+
+class Instance(Protocol):
+    def execute(self, requests: Sequence[InferRequest]) -> list[InferResponse | EdgeboxError]: ...
+
+    def close(self) -> None:
+        """Release what the instance holds; called once, after its last execute."""
+
+
+class Backend(abc.ABC):
+    """One per platform, created once by the catalog and shared by every model
+    of that platform; ``backends/<platform>.py`` each expose one."""
+
+    name: str = ""
+
+    def complete_config(self, context: ModelContext) -> None:  # noqa: B027
+        """Fill what the config leaves out from the model file (Triton's
+        auto-complete) and check the rest against it; raise EdgeboxError on a
+        mismatch, naming the config and the model file."""
+
+    @abc.abstractmethod
+    def load_instance(self, context: ModelContext, instance: InstanceSpec) -> Instance:
+        """Create one instance; raise EdgeboxError (usually Unavailable) with a
+        reason when it cannot be created."""
+
+    def unload(self, context: ModelContext) -> None:  # noqa: B027
+        """Called after every instance of a version is closed."""

@@ -1,0 +1,386 @@
+"""Loads a Triton ``model.py`` into the daemon's interpreter and runs it.
+
+Triton runs each instance in a stub process; edgebox runs it in-process, which
+saves the shared-memory copies but means the model shares ``sys.path`` and
+``sys.modules`` with the daemon and with other python models. So:
+
+* each version's model.py is imported once, under a module name of its own;
+* its folder is on ``sys.path`` while the version is loaded, so model.py can
+  import sibling modules as it can under Triton;
+* sibling modules imported while model.py loads are dropped from
+  ``sys.modules`` right after, so two models that each ship a ``utils.py`` get
+  their own (a sibling imported lazily inside ``execute`` is found through
+  ``sys.path`` and may resolve to another loaded model's file of that name);
+* nothing the model does (raise, return the wrong thing) escapes ``execute``.
+
+The model's code is never given the daemon's objects: it sees pb_utils types
+only, and BLS calls go through the infer function in the ``ModelContext``.
+Spec: https://github.com/triton-inference-server/python_backend#usage
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import logging
+import os
+import re
+import sys
+import threading
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from google.protobuf import json_format
+
+from edgebox.backends import base
+from edgebox.backends.base import InstanceSpec, ModelContext
+from edgebox.backends.python import triton_python_backend_utils as pb_utils
+from edgebox.errors import EdgeboxError, Unavailable, Unsupported
+from edgebox.repository.config import ModelConfig, config_to_dict
+from edgebox.repository.config_rules import check_model_config
+from edgebox.tensors import InferRequest, InferResponse
+
+PB_UTILS_MODULE_NAME = "triton_python_backend_utils"
+MODEL_CLASS_NAME = "TritonPythonModel"
+
+_log = logging.getLogger("edgebox.backends.python")
+
+# sys.path and sys.modules are process-wide; imports of model.py files take
+# turns so each sees its own folder first on sys.path and so the sibling
+# cleanup only drops modules its own import added.
+_import_lock = threading.Lock()
+_module_numbers = itertools.count(1)
+
+
+@dataclass
+class _LoadedVersion:
+    context: ModelContext
+    """Held so the id() key of ``Backend._loaded`` cannot be reused."""
+    module: ModuleType
+    model_class: type
+    path_entry: str
+
+
+class Backend(base.Backend):
+    """Runs ``backend: "python"`` models. ``complete_config``, ``load_instance``
+    and ``unload`` must be handed the same ``ModelContext`` object for one
+    loaded version; two loads of the same (model, version), as during a reload,
+    stay apart."""
+
+    name = "python"
+
+    def __init__(self) -> None:
+        self._loaded: dict[int, _LoadedVersion] = {}
+        self._lock = threading.Lock()
+
+    def complete_config(self, context: ModelContext) -> None:
+        loaded = self._import(context)
+        try:
+            auto_complete = getattr(loaded.model_class, "auto_complete_config", None)
+            if auto_complete is not None:
+                _auto_complete(context, auto_complete)
+            if context.config.model_transaction_policy.decoupled:
+                raise Unsupported(
+                    f"{context.where}: decoupled models stream responses, which the HTTP "
+                    "endpoint cannot carry; gRPC streaming is not served yet"
+                )
+        except BaseException:
+            self.unload(context)
+            raise
+
+    def load_instance(self, context: ModelContext, instance: InstanceSpec) -> PythonInstance:
+        with self._lock:
+            loaded = self._loaded.get(id(context))
+        if loaded is None:
+            loaded = self._import(context)
+        where = context.where
+        version_dir = Path(context.version_dir)
+        try:
+            model = loaded.model_class()
+        except (Exception, SystemExit) as exc:
+            raise _load_failure(
+                f"{where}: {MODEL_CLASS_NAME}() raised {describe_exception(exc, version_dir)}", exc
+            ) from None
+        initialize = getattr(model, "initialize", None)
+        if initialize is not None:
+            args = {
+                "model_config": json.dumps(config_to_dict(context.config)),
+                "model_instance_kind": instance.kind,
+                "model_instance_name": instance.name,
+                "model_instance_device_id": str(instance.device_id),
+                "model_repository": str(context.model_dir),
+                "model_version": str(context.version),
+                "model_name": context.name,
+            }
+            try:
+                initialize(args)
+            except (Exception, SystemExit) as exc:
+                raise _load_failure(
+                    f"{where}: initialize() raised {describe_exception(exc, version_dir)}", exc
+                ) from None
+        return PythonInstance(context, model)
+
+    def unload(self, context: ModelContext) -> None:
+        with self._lock:
+            loaded = self._loaded.pop(id(context), None)
+            # Another load of the same folder (a reload) keeps its model module.
+            still_loaded = {other.module.__name__ for other in self._loaded.values()}
+        if loaded is None:
+            return
+        with _import_lock:
+            sys.modules.pop(loaded.module.__name__, None)
+            _forget_modules_under(loaded.path_entry, keep=still_loaded)
+            if loaded.path_entry in sys.path:
+                sys.path.remove(loaded.path_entry)
+
+    def _import(self, context: ModelContext) -> _LoadedVersion:
+        if context.infer is not None:
+            pb_utils._bind_infer_function(context.infer)
+        path = context.model_file()
+        loaded = _import_model(context, path)
+        with self._lock:
+            previous = self._loaded.get(id(context))
+            self._loaded[id(context)] = loaded
+        if previous is not None:
+            # A second complete_config for the same context: keep only the new import.
+            with _import_lock:
+                sys.modules.pop(previous.module.__name__, None)
+                if previous.path_entry in sys.path:
+                    sys.path.remove(previous.path_entry)
+        return loaded
+
+
+class PythonInstance:
+    """One ``TritonPythonModel`` object. The instance pool hands it to one
+    thread at a time, so the model's ``execute`` is never re-entered."""
+
+    def __init__(self, context: ModelContext, model: Any) -> None:
+        self._model = model
+        self._model_name = context.name
+        self._model_version = context.version
+        self._where = context.where
+        self._version_dir = Path(context.version_dir)
+        self._output_names = [output.name for output in context.config.output]
+        self._closed = False
+
+    def execute(self, requests: Sequence[InferRequest]) -> list[InferResponse | EdgeboxError]:
+        pb_requests = [
+            pb_utils.InferenceRequest._wrap(
+                request, self._model_name, self._model_version, self._output_names
+            )
+            for request in requests
+        ]
+        try:
+            returned = self._model.execute(pb_requests)
+        except (Exception, SystemExit) as exc:
+            message = (
+                f"{self._where}: execute() raised {describe_exception(exc, self._version_dir)}"
+            )
+            _log.error("%s", message, exc_info=exc)
+            return [EdgeboxError(message) for _ in requests]
+        problem = _check_responses(returned, len(requests))
+        if problem is not None:
+            message = f"{self._where}: {problem}"
+            _log.error("%s", message)
+            return [EdgeboxError(message) for _ in requests]
+        return [
+            self._convert(response, request)
+            for response, request in zip(returned, requests, strict=True)
+        ]
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        finalize = getattr(self._model, "finalize", None)
+        if finalize is None:
+            return
+        try:
+            finalize()
+        except (Exception, SystemExit) as exc:
+            _log.error(
+                "%s: finalize() raised %s",
+                self._where,
+                describe_exception(exc, self._version_dir),
+                exc_info=exc,
+            )
+
+    def _convert(
+        self, response: pb_utils.InferenceResponse, request: InferRequest
+    ) -> InferResponse | EdgeboxError:
+        if response.has_error():
+            error = response.error()
+            return EdgeboxError(f"{self._where}: {error}", pb_utils._edgebox_code(error.code()))
+        wanted = {output.name for output in request.outputs}
+        outputs = []
+        for tensor in response.output_tensors():
+            if wanted and tensor.name() not in wanted:
+                continue
+            try:
+                outputs.append(pb_utils._to_edgebox_tensor(tensor))
+            except ValueError as exc:
+                return EdgeboxError(f"{self._where}, output '{tensor.name()}': {exc}")
+        return InferResponse(
+            self._model_name,
+            model_version=str(self._model_version),
+            outputs=outputs,
+            id=request.id,
+            parameters=json.loads(response.parameters()),
+        )
+
+
+def _check_responses(returned: Any, request_count: int) -> str | None:
+    """What is wrong with ``execute``'s return value, or None."""
+    if not isinstance(returned, list):
+        return (
+            f"execute() returned {type(returned).__name__}, expected a list of "
+            "pb_utils.InferenceResponse"
+        )
+    if len(returned) != request_count:
+        return f"execute() returned {len(returned)} responses for {request_count} requests"
+    for index, response in enumerate(returned):
+        if not isinstance(response, pb_utils.InferenceResponse):
+            return (
+                f"execute() returned {type(response).__name__} at index {index}, "
+                "expected a pb_utils.InferenceResponse"
+            )
+    return None
+
+
+def _auto_complete(context: ModelContext, auto_complete: Any) -> None:
+    """Triton's auto-complete: the model may fill max_batch_size, inputs,
+    outputs, dynamic batching and the transaction policy. The result replaces
+    ``context.config`` in place, so holders of the message see it."""
+    where = context.where
+    version_dir = Path(context.version_dir)
+    given = pb_utils.ModelConfig(config_to_dict(context.config))
+    try:
+        result = auto_complete(given)
+    except (Exception, SystemExit) as exc:
+        raise _load_failure(
+            f"{where}: auto_complete_config() raised {describe_exception(exc, version_dir)}", exc
+        ) from None
+    if not isinstance(result, pb_utils.ModelConfig):
+        raise Unavailable(
+            f"{where}: auto_complete_config() returned {type(result).__name__}, expected "
+            "the pb_utils.ModelConfig it was given"
+        )
+    completed = ModelConfig()
+    try:
+        json_format.ParseDict(result.as_dict(), completed, ignore_unknown_fields=False)
+    except json_format.ParseError as exc:
+        raise Unavailable(
+            f"{where}: auto_complete_config() produced an invalid config: {exc}"
+        ) from None
+    problems = check_model_config(completed)
+    if problems:
+        field_path, message = problems[0]
+        raise Unavailable(
+            f"{where}: config after auto_complete_config() is invalid at '{field_path}': {message}"
+        )
+    context.config.CopyFrom(completed)
+
+
+def _import_model(context: ModelContext, path: Path) -> _LoadedVersion:
+    where = context.where
+    version_dir = Path(context.version_dir)
+    path_entry = str(version_dir)
+    safe_name = re.sub(r"\W", "_", context.name)
+    module_name = f"edgebox_model_{safe_name}_v{context.version}_{next(_module_numbers)}"
+    sys.modules[PB_UTILS_MODULE_NAME] = pb_utils
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise Unavailable(f"{where}: cannot import '{path}': not a Python source file")
+    with _import_lock:
+        sys.path.insert(0, path_entry)
+        before = set(sys.modules)
+        # Compiled files would land in the model repository, which may be
+        # read-only and whose changes the repository poller watches.
+        dont_write_bytecode = sys.dont_write_bytecode
+        sys.dont_write_bytecode = True
+        try:
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+        except (Exception, SystemExit) as exc:
+            sys.modules.pop(module_name, None)
+            sys.path.remove(path_entry)
+            raise _load_failure(
+                f"{where}: cannot import '{path}': {describe_exception(exc, version_dir)}", exc
+            ) from None
+        finally:
+            sys.dont_write_bytecode = dont_write_bytecode
+            _forget_modules_under(path_entry, keep={module_name}, only=set(sys.modules) - before)
+    model_class = getattr(module, MODEL_CLASS_NAME, None)
+    if not isinstance(model_class, type):
+        with _import_lock:
+            sys.modules.pop(module_name, None)
+            sys.path.remove(path_entry)
+        raise Unavailable(f"{where}: '{path}' defines no class '{MODEL_CLASS_NAME}'")
+    if not callable(getattr(model_class, "execute", None)):
+        with _import_lock:
+            sys.modules.pop(module_name, None)
+            sys.path.remove(path_entry)
+        raise Unavailable(f"{where}: '{path}': class '{MODEL_CLASS_NAME}' has no execute() method")
+    return _LoadedVersion(context, module, model_class, path_entry)
+
+
+def _load_failure(message: str, exc: BaseException) -> Unavailable:
+    """The load error for a failure in the model's own code; the traceback
+    goes to the log, the message to the model's state reason."""
+    _log.error("%s", message, exc_info=exc)
+    return Unavailable(message)
+
+
+def _forget_modules_under(folder: str, keep: set[str], only: set[str] | None = None) -> None:
+    """Drop modules whose file lies in ``folder`` from sys.modules; the model
+    code that imported them keeps its references. Callers hold ``_import_lock``."""
+    prefix = os.path.join(os.path.abspath(folder), "")
+    names = list(sys.modules) if only is None else list(only)
+    for name in names:
+        if name in keep:
+            continue
+        module = sys.modules.get(name)
+        filename = getattr(module, "__file__", None)
+        if filename and os.path.abspath(filename).startswith(prefix):
+            del sys.modules[name]
+
+
+def describe_exception(exc: BaseException, version_dir: Path) -> str:
+    """``ZeroDivisionError: division by zero (model.py line 12)``: the type,
+    the message, and the deepest line of the model's own files it passed
+    through, which is where its author will look."""
+    if isinstance(exc, SyntaxError):
+        text = f"{type(exc).__name__}: {exc.msg}"
+        location = _location(exc.filename, exc.lineno, version_dir)
+    else:
+        detail = str(exc)
+        text = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        location = None
+        for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+            if _is_under(frame.filename, version_dir):
+                location = _location(frame.filename, frame.lineno, version_dir)
+                break
+    return f"{text} ({location})" if location else text
+
+
+def _is_under(filename: str | None, folder: Path) -> bool:
+    if not filename:
+        return False
+    prefix = os.path.join(os.path.abspath(folder), "")
+    return os.path.abspath(filename).startswith(prefix)
+
+
+def _location(filename: str | None, lineno: int | None, version_dir: Path) -> str | None:
+    if not filename:
+        return None
+    if _is_under(filename, version_dir):
+        shown = os.path.relpath(os.path.abspath(filename), os.path.abspath(version_dir))
+    else:
+        shown = filename
+    return f"{shown} line {lineno}" if lineno else shown

@@ -1,0 +1,748 @@
+"""The ``pb_utils`` module that Triton ``model.py`` files import.
+
+A model written for Triton says ``import triton_python_backend_utils as pb_utils``;
+the runner registers this module under that name before importing any model, so
+the same file runs under Triton and under edgebox. The names, signatures and
+error behaviour follow Triton's python backend
+(https://github.com/triton-inference-server/python_backend#usage), with two
+differences that come from running in-process: tensors are the request's own
+numpy arrays (no shared-memory copy), and decoupled models (response senders)
+are refused at load time.
+
+BLS calls (``InferenceRequest(...).exec()``) go through the one infer function
+the daemon hands the python backend; every model in the process shares it.
+A BLS call from ``execute`` back into a model whose only instance is the caller
+waits for itself, exactly as it deadlocks under Triton.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import json
+import logging
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from edgebox import tensors
+from edgebox.errors import EdgeboxError, ErrorCode
+
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
+
+TRITON_STRING_TO_NUMPY: dict[str, type] = {
+    "TYPE_BOOL": bool,
+    "TYPE_UINT8": np.uint8,
+    "TYPE_UINT16": np.uint16,
+    "TYPE_UINT32": np.uint32,
+    "TYPE_UINT64": np.uint64,
+    "TYPE_INT8": np.int8,
+    "TYPE_INT16": np.int16,
+    "TYPE_INT32": np.int32,
+    "TYPE_INT64": np.int64,
+    "TYPE_FP16": np.float16,
+    "TYPE_FP32": np.float32,
+    "TYPE_FP64": np.float64,
+    "TYPE_STRING": np.object_,
+}
+
+# Triton's numeric DataType values, the same numbers as model_config.proto's TYPE_*.
+_TRITON_DTYPE_BY_DATATYPE: dict[str, int] = {
+    "BOOL": 1,
+    "UINT8": 2,
+    "UINT16": 3,
+    "UINT32": 4,
+    "UINT64": 5,
+    "INT8": 6,
+    "INT16": 7,
+    "INT32": 8,
+    "INT64": 9,
+    "FP16": 10,
+    "FP32": 11,
+    "FP64": 12,
+    "BYTES": 13,
+    "BF16": 14,
+}
+_BF16 = 14
+_BYTES = 13
+_NUMPY_BY_TRITON_DTYPE: dict[int, type] = {
+    1: np.bool_,
+    2: np.uint8,
+    3: np.uint16,
+    4: np.uint32,
+    5: np.uint64,
+    6: np.int8,
+    7: np.int16,
+    8: np.int32,
+    9: np.int64,
+    10: np.float16,
+    11: np.float32,
+    12: np.float64,
+    13: np.object_,
+}
+_TRITON_DTYPE_BY_NUMPY: dict[np.dtype, int] = {
+    np.dtype(kind): value for value, kind in _NUMPY_BY_TRITON_DTYPE.items() if value != _BYTES
+}
+
+_model_log = logging.getLogger("edgebox.model")
+_log = logging.getLogger("edgebox.backends.python")
+
+_infer_function: Any = None
+"""The daemon's infer function for BLS; set by the runner when a model loads."""
+
+
+def _bind_infer_function(infer: Any) -> None:
+    """The runner binds each model's ``context.infer`` as it loads; the daemon
+    has one dataplane, so every model hands in the same function."""
+    global _infer_function
+    _infer_function = infer
+
+
+# ---------------------------------------------------------------- errors
+
+
+class TritonError:
+    """An error attached to a response; ``code`` picks the status the client sees."""
+
+    UNKNOWN = 0
+    INTERNAL = 1
+    NOT_FOUND = 2
+    INVALID_ARG = 3
+    UNAVAILABLE = 4
+    UNSUPPORTED = 5
+    ALREADY_EXISTS = 6
+    CANCELLED = 7
+
+    def __init__(self, message: str, code: int = INTERNAL) -> None:
+        self._message = message
+        self._code = code
+
+    def message(self) -> str:
+        return self._message
+
+    def code(self) -> int:
+        return self._code
+
+    def __str__(self) -> str:
+        return "" if self._message is None else str(self._message)
+
+    def __repr__(self) -> str:
+        return f"TritonError({self._message!r}, code={self._code})"
+
+
+class TritonModelException(Exception):
+    """Raised by pb_utils calls that cannot do what the model asked."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self._message = message
+
+    def message(self) -> str:
+        return self._message
+
+
+_EDGEBOX_CODE_BY_TRITON = {
+    TritonError.INVALID_ARG: ErrorCode.INVALID_ARG,
+    TritonError.NOT_FOUND: ErrorCode.NOT_FOUND,
+    TritonError.UNAVAILABLE: ErrorCode.UNAVAILABLE,
+    TritonError.UNSUPPORTED: ErrorCode.UNSUPPORTED,
+    TritonError.ALREADY_EXISTS: ErrorCode.ALREADY_EXISTS,
+}
+_TRITON_CODE_BY_EDGEBOX = {value: key for key, value in _EDGEBOX_CODE_BY_TRITON.items()}
+_TRITON_CODE_BY_EDGEBOX[ErrorCode.INTERNAL] = TritonError.INTERNAL
+
+
+def _edgebox_code(code: int) -> ErrorCode:
+    """UNKNOWN, CANCELLED and anything unexpected become INTERNAL."""
+    return _EDGEBOX_CODE_BY_TRITON.get(code, ErrorCode.INTERNAL)
+
+
+def _triton_code(code: ErrorCode) -> int:
+    return _TRITON_CODE_BY_EDGEBOX.get(code, TritonError.INTERNAL)
+
+
+# ---------------------------------------------------------------- tensors
+
+
+class Tensor:
+    """A named numpy array; the array is kept as given, never copied.
+
+    ``triton_dtype`` only labels the data, for the one type numpy lacks: BF16
+    travels as its raw ``uint16`` bits.
+    """
+
+    def __init__(self, name: str, numpy_array: Any, triton_dtype: int | None = None) -> None:
+        if not isinstance(name, str):
+            raise TritonModelException(f"tensor name must be a str, got {type(name).__name__}")
+        array = numpy_array if isinstance(numpy_array, np.ndarray) else np.asarray(numpy_array)
+        self._name = name
+        self._array = array
+        self._triton_dtype = (
+            numpy_to_triton_type(array.dtype) if triton_dtype is None else triton_dtype
+        )
+
+    def name(self) -> str:
+        return self._name
+
+    def as_numpy(self) -> np.ndarray:
+        return self._array
+
+    def triton_dtype(self) -> int | None:
+        """Triton's DataType number (FP32 is 11, BYTES is 13); None for a numpy
+        dtype Triton has no type for."""
+        return self._triton_dtype
+
+    def shape(self) -> list[int]:
+        return list(self._array.shape)
+
+    def is_cpu(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"Tensor({self._name!r}, dtype={self._array.dtype}, shape={self.shape()})"
+
+
+def _as_bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    # Triton's serializer does the same for other objects (numbers, ...).
+    return str(value).encode("utf-8")
+
+
+def _bytes_array(array: np.ndarray) -> np.ndarray:
+    """An object array of ``bytes``, the one form edgebox's codecs accept;
+    returned as is when it already is one."""
+    if array.dtype == np.object_ and all(type(item) is bytes for item in array.flat):
+        return array
+    converted = np.empty(array.shape, dtype=np.object_)
+    flat = converted.reshape(-1)
+    for index, item in enumerate(array.flat):
+        flat[index] = _as_bytes(item)
+    return converted
+
+
+def _to_edgebox_tensor(tensor: Tensor) -> tensors.Tensor:
+    """ValueError, naming the dtype, for arrays v2 has no datatype for."""
+    array = tensor.as_numpy()
+    if not isinstance(array, np.ndarray):
+        raise ValueError(f"as_numpy() returned {type(array).__name__}, not a numpy array")
+    if tensor.triton_dtype() == _BF16 and array.dtype == np.uint16:
+        return tensors.Tensor(tensor.name(), "BF16", array)
+    datatype = tensors.datatype_of(array)
+    if datatype is None:
+        raise ValueError(f"numpy dtype {array.dtype} has no KServe v2 datatype")
+    if datatype == "BYTES":
+        array = _bytes_array(array)
+    return tensors.Tensor(tensor.name(), datatype, array)
+
+
+def _from_edgebox_tensor(tensor: tensors.Tensor) -> Tensor:
+    return Tensor(tensor.name, tensor.data, _TRITON_DTYPE_BY_DATATYPE.get(tensor.datatype))
+
+
+# ---------------------------------------------------------------- requests and responses
+
+
+def _parameters_dict(parameters: Any) -> dict[str, Any]:
+    if parameters is None:
+        return {}
+    if isinstance(parameters, str):
+        parameters = json.loads(parameters) if parameters else {}
+    if not isinstance(parameters, dict):
+        raise TritonModelException(
+            f"parameters must be a dict or a JSON object string, got {type(parameters).__name__}"
+        )
+    return dict(parameters)
+
+
+# Protocol-level parameters that Triton consumes before a request reaches the
+# model, so ``request.parameters()`` never shows them.
+_RESERVED_PARAMETERS = frozenset(
+    {
+        "sequence_id",
+        "sequence_start",
+        "sequence_end",
+        "priority",
+        "timeout",
+        "headers",
+        "binary_data_output",
+    }
+)
+
+
+class InferenceRequest:
+    """A request handed to ``execute``, or a BLS request the model builds.
+
+    Models build BLS requests with keyword arguments, as Triton's docs do;
+    ``exec()`` runs one through the daemon and never raises for a failed
+    inference: the failure comes back as the response's error.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_name: str,
+        inputs: Sequence[Tensor],
+        requested_output_names: Sequence[str],
+        request_id: str = "",
+        correlation_id: int | str = 0,
+        model_version: int = -1,
+        flags: int = 0,
+        timeout: int = 0,
+        preferred_memory: Any = None,
+        trace: Any = None,
+        parameters: dict[str, Any] | str | None = None,
+    ) -> None:
+        for tensor in inputs:
+            if not isinstance(tensor, Tensor):
+                raise TritonModelException(
+                    f"inputs must hold pb_utils.Tensor objects, got {type(tensor).__name__}"
+                )
+        self._model_name = model_name
+        self._model_version = model_version
+        self._inputs = list(inputs)
+        self._requested_output_names = list(requested_output_names)
+        self._request_id = request_id
+        self._correlation_id = correlation_id
+        self._flags = flags
+        self._timeout = timeout
+        self._parameters = _parameters_dict(parameters)
+
+    @classmethod
+    def _wrap(
+        cls,
+        request: tensors.InferRequest,
+        model_name: str,
+        model_version: int,
+        all_output_names: Sequence[str],
+    ) -> InferenceRequest:
+        """The request ``execute`` sees: the edgebox request's own arrays."""
+        parameters = request.parameters
+        flags = 0
+        if parameters.get("sequence_start"):
+            flags |= TRITONSERVER_REQUEST_FLAG_SEQUENCE_START
+        if parameters.get("sequence_end"):
+            flags |= TRITONSERVER_REQUEST_FLAG_SEQUENCE_END
+        # Triton fills in every output when the client names none.
+        requested = [output.name for output in request.outputs] or list(all_output_names)
+        return cls(
+            model_name=model_name,
+            inputs=[_from_edgebox_tensor(tensor) for tensor in request.inputs],
+            requested_output_names=requested,
+            request_id=request.id,
+            correlation_id=parameters.get("sequence_id", 0),
+            model_version=model_version,
+            flags=flags,
+            timeout=parameters.get("timeout", 0),
+            parameters={
+                key: value for key, value in parameters.items() if key not in _RESERVED_PARAMETERS
+            },
+        )
+
+    def inputs(self) -> list[Tensor]:
+        return self._inputs
+
+    def request_id(self) -> str:
+        return self._request_id
+
+    def correlation_id(self) -> int | str:
+        return self._correlation_id
+
+    def requested_output_names(self) -> list[str]:
+        return self._requested_output_names
+
+    def parameters(self) -> str:
+        """JSON text, as Triton hands it to models."""
+        return json.dumps(self._parameters)
+
+    def model_name(self) -> str:
+        return self._model_name
+
+    def model_version(self) -> int:
+        return self._model_version
+
+    def flags(self) -> int:
+        return self._flags
+
+    def timeout(self) -> int:
+        return self._timeout
+
+    def is_cancelled(self) -> bool:
+        """Always False: edgebox does not cancel a request once it runs."""
+        return False
+
+    def set_release_flags(self, flags: int) -> None:
+        if flags != TRITONSERVER_REQUEST_RELEASE_ALL:
+            raise TritonModelException(
+                "request rescheduling (TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) is not "
+                "supported by edgebox"
+            )
+
+    def get_response_sender(self) -> Any:
+        raise TritonModelException(
+            "get_response_sender() is for decoupled models, which edgebox does not serve"
+        )
+
+    def exec(self, decoupled: bool = False) -> InferenceResponse:
+        """Run this request on another model (BLS) and wait for its response."""
+        if decoupled:
+            raise TritonModelException(
+                "exec(decoupled=True) streams responses, which edgebox does not support"
+            )
+        infer = _infer_function
+        if infer is None:
+            return InferenceResponse(
+                error=TritonError(
+                    f"BLS request to model '{self._model_name}': no inference function was "
+                    "given to the python backend, so other models cannot be called",
+                    TritonError.UNAVAILABLE,
+                )
+            )
+        inputs = []
+        for tensor in self._inputs:
+            try:
+                inputs.append(_to_edgebox_tensor(tensor))
+            except ValueError as exc:
+                return InferenceResponse(
+                    error=TritonError(
+                        f"BLS request to model '{self._model_name}', "
+                        f"input '{tensor.name()}': {exc}",
+                        TritonError.INVALID_ARG,
+                    )
+                )
+        request = tensors.InferRequest(
+            self._model_name,
+            inputs=inputs,
+            model_version="" if self._model_version == -1 else str(self._model_version),
+            id=self._request_id,
+            outputs=[tensors.RequestedOutput(name) for name in self._requested_output_names],
+            parameters=self._bls_parameters(),
+        )
+        try:
+            response = infer(request)
+        except EdgeboxError as err:
+            return InferenceResponse(error=TritonError(str(err), _triton_code(err.code)))
+        except Exception as exc:
+            _log.exception("BLS request to model '%s' failed", self._model_name)
+            return InferenceResponse(
+                error=TritonError(
+                    f"BLS request to model '{self._model_name}': {type(exc).__name__}: {exc}",
+                    TritonError.INTERNAL,
+                )
+            )
+        return InferenceResponse(
+            output_tensors=[_from_edgebox_tensor(tensor) for tensor in response.outputs],
+            parameters=response.parameters,
+        )
+
+    async def async_exec(self, decoupled: bool = False) -> InferenceResponse:
+        """Same as ``exec``; it runs to completion before the await returns."""
+        return self.exec(decoupled)
+
+    def _bls_parameters(self) -> dict[str, Any]:
+        parameters = dict(self._parameters)
+        if self._correlation_id:
+            parameters["sequence_id"] = self._correlation_id
+        if self._flags & TRITONSERVER_REQUEST_FLAG_SEQUENCE_START:
+            parameters["sequence_start"] = True
+        if self._flags & TRITONSERVER_REQUEST_FLAG_SEQUENCE_END:
+            parameters["sequence_end"] = True
+        if self._timeout:
+            parameters["timeout"] = self._timeout
+        return parameters
+
+
+class InferenceResponse:
+    """The one response a model returns per request: tensors, or an error."""
+
+    def __init__(
+        self,
+        output_tensors: Sequence[Tensor] | None = None,
+        error: TritonError | None = None,
+        parameters: dict[str, Any] | str | None = None,
+    ) -> None:
+        if output_tensors is None:
+            output_tensors = []
+        if not isinstance(output_tensors, (list, tuple)):
+            raise TritonModelException('"output_tensors" must be a list.')
+        for tensor in output_tensors:
+            if not isinstance(tensor, Tensor):
+                raise TritonModelException(
+                    f"output_tensors must hold pb_utils.Tensor objects, got {type(tensor).__name__}"
+                )
+        if error is not None and not isinstance(error, TritonError):
+            raise TritonModelException(
+                f"error must be a pb_utils.TritonError, got {type(error).__name__}"
+            )
+        self._output_tensors = list(output_tensors)
+        self._error = error
+        self._parameters = _parameters_dict(parameters)
+
+    def output_tensors(self) -> list[Tensor]:
+        return self._output_tensors
+
+    def has_error(self) -> bool:
+        return self._error is not None
+
+    def error(self) -> TritonError | None:
+        return self._error
+
+    def parameters(self) -> str:
+        return json.dumps(self._parameters)
+
+
+# ---------------------------------------------------------------- helpers models call
+
+
+def get_input_tensor_by_name(inference_request: InferenceRequest, name: str) -> Tensor | None:
+    for tensor in inference_request.inputs():
+        if tensor.name() == name:
+            return tensor
+    return None
+
+
+def get_output_tensor_by_name(inference_response: InferenceResponse, name: str) -> Tensor | None:
+    for tensor in inference_response.output_tensors():
+        if tensor.name() == name:
+            return tensor
+    return None
+
+
+def get_input_config_by_name(model_config: dict, name: str) -> dict | None:
+    for properties in model_config.get("input", []):
+        if properties.get("name") == name:
+            return properties
+    return None
+
+
+def get_output_config_by_name(model_config: dict, name: str) -> dict | None:
+    for properties in model_config.get("output", []):
+        if properties.get("name") == name:
+            return properties
+    return None
+
+
+def using_decoupled_model_transaction_policy(model_config: dict) -> bool:
+    return bool(model_config.get("model_transaction_policy", {}).get("decoupled", False))
+
+
+def triton_string_to_numpy(triton_type_string: str) -> type:
+    """``"TYPE_FP32"`` -> ``np.float32``; KeyError for names numpy cannot hold."""
+    return TRITON_STRING_TO_NUMPY[triton_type_string]
+
+
+def triton_to_numpy_type(data_type: int) -> type | None:
+    return _NUMPY_BY_TRITON_DTYPE.get(data_type)
+
+
+def numpy_to_triton_type(data_type: Any) -> int | None:
+    """A numpy dtype or scalar type -> Triton's DataType number; None when
+    Triton has no such type. Every string dtype is BYTES (13)."""
+    if data_type is None:
+        return None
+    try:
+        dtype = np.dtype(data_type)
+    except TypeError:
+        return None
+    if dtype.kind in ("O", "S", "U"):
+        return _BYTES
+    return _TRITON_DTYPE_BY_NUMPY.get(dtype)
+
+
+def serialize_byte_tensor(input_tensor: np.ndarray) -> bytes | None:
+    """Elements as 4-byte little-endian length + bytes, in C order: the layout
+    of BYTES tensors in Triton's binary protocol. None for non-string arrays."""
+    if input_tensor.dtype.kind not in ("O", "S", "U"):
+        return None
+    parts = []
+    for item in input_tensor.flat:
+        data = _as_bytes(item)
+        parts.append(struct.pack("<I", len(data)))
+        parts.append(data)
+    return b"".join(parts)
+
+
+def deserialize_bytes_tensor(encoded_tensor: bytes) -> np.ndarray:
+    """The inverse of ``serialize_byte_tensor``: a 1-D object array of bytes."""
+    buffer = memoryview(encoded_tensor).cast("B")
+    items = []
+    offset = 0
+    while offset < len(buffer):
+        if offset + 4 > len(buffer):
+            raise ValueError(f"serialized BYTES tensor is truncated at byte {offset}")
+        (length,) = struct.unpack_from("<I", buffer, offset)
+        offset += 4
+        if offset + length > len(buffer):
+            raise ValueError(f"serialized BYTES tensor is truncated at byte {offset}")
+        items.append(bytes(buffer[offset : offset + length]))
+        offset += length
+    array = np.empty(len(items), dtype=np.object_)
+    array[:] = items
+    return array
+
+
+# ---------------------------------------------------------------- auto-complete
+
+
+class ModelConfig:
+    """The config handed to ``auto_complete_config``; the model may add what
+    its config.pbtxt leaves out but not contradict what it says, as in Triton.
+    Contradictions raise ValueError, which fails the load with its message."""
+
+    def __init__(self, model_config: dict | str) -> None:
+        if isinstance(model_config, str):
+            config = json.loads(model_config)
+        else:
+            config = copy.deepcopy(model_config)
+        config.setdefault("input", [])
+        config.setdefault("output", [])
+        config.setdefault("max_batch_size", 0)
+        self._model_config = config
+
+    @property
+    def _name(self) -> str:
+        return self._model_config.get("name", "")
+
+    def as_dict(self) -> dict:
+        return self._model_config
+
+    def max_batch_size(self) -> int:
+        return int(self._model_config.get("max_batch_size", 0))
+
+    def set_max_batch_size(self, max_batch_size: int) -> None:
+        current = self.max_batch_size()
+        if current > max_batch_size:
+            raise ValueError(
+                f"model '{self._name}': configuration specified max_batch_size {current}, "
+                f"but auto_complete_config() sets max_batch_size {max_batch_size}"
+            )
+        self._model_config["max_batch_size"] = max_batch_size
+
+    def set_dynamic_batching(self) -> None:
+        for scheduler in ("sequence_batching", "ensemble_scheduling"):
+            if scheduler in self._model_config:
+                raise ValueError(
+                    f"model '{self._name}': configuration specified scheduling_choice "
+                    f"'{scheduler}', but auto_complete_config() sets 'dynamic_batching'"
+                )
+        self._model_config.setdefault("dynamic_batching", {})
+
+    def add_input(self, input: dict) -> None:
+        self._add_tensor("input", input, ("name", "data_type", "dims", "optional"))
+
+    def add_output(self, output: dict) -> None:
+        self._add_tensor("output", output, ("name", "data_type", "dims"))
+
+    def set_model_transaction_policy(self, transaction_policy_dict: dict) -> None:
+        unknown = sorted(set(transaction_policy_dict) - {"decoupled"})
+        if unknown:
+            raise ValueError(
+                f"model '{self._name}': model_transaction_policy in auto_complete_config() "
+                f"has properties other than 'decoupled': {unknown}"
+            )
+        policy = self._model_config.setdefault("model_transaction_policy", {})
+        if "decoupled" in transaction_policy_dict:
+            wanted = transaction_policy_dict["decoupled"]
+            if "decoupled" in policy and policy["decoupled"] != wanted:
+                raise ValueError(
+                    f"model '{self._name}': auto_complete_config() sets decoupled to "
+                    f"{wanted}, but the configuration already sets it to {policy['decoupled']}"
+                )
+            policy["decoupled"] = wanted
+
+    def _add_tensor(self, kind: str, tensor: dict, allowed: tuple[str, ...]) -> None:
+        if not isinstance(tensor, dict):
+            raise ValueError(
+                f"model '{self._name}': add_{kind}() takes a dict, got {type(tensor).__name__}"
+            )
+        if "name" not in tensor:
+            raise ValueError(
+                f"model '{self._name}': {kind} in auto_complete_config() has no 'name'"
+            )
+        name = tensor["name"]
+        label = f"model '{self._name}', {kind} '{name}'"
+        unknown = sorted(set(tensor) - set(allowed))
+        if unknown:
+            names = ", ".join(f"'{key}'" for key in allowed)
+            raise ValueError(f"{label}: unknown properties {unknown} (allowed: {names})")
+        for key in ("data_type", "dims"):
+            if key not in tensor:
+                raise ValueError(f"{label}: missing '{key}'")
+        new = dict(tensor)
+        new["dims"] = [int(dim) for dim in tensor["dims"]]
+        for current in self._model_config[kind]:
+            if current.get("name") != name:
+                continue
+            current_type = current.get("data_type", "TYPE_INVALID")
+            if current_type != "TYPE_INVALID" and current_type != new["data_type"]:
+                raise ValueError(
+                    f"{label}: configuration expects datatype {current_type}, "
+                    f"model provides {new['data_type']}"
+                )
+            current_dims = [int(dim) for dim in current.get("dims", [])]
+            if current_dims and current_dims != new["dims"]:
+                raise ValueError(
+                    f"{label}: the model expects dims {new['dims']} but the configuration "
+                    f"specifies dims {current_dims}"
+                )
+            if "optional" in new and current.get("optional", new["optional"]) != new["optional"]:
+                raise ValueError(
+                    f"{label}: the model expects optional {new['optional']} but the "
+                    f"configuration specifies optional {current['optional']}"
+                )
+            current.update(new)
+            return
+        self._model_config[kind].append(new)
+
+
+# ---------------------------------------------------------------- logging
+
+
+class LogLevel(enum.IntEnum):
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+    VERBOSE = 3
+
+
+_LOGGING_LEVELS = {
+    LogLevel.INFO: logging.INFO,
+    LogLevel.WARNING: logging.WARNING,
+    LogLevel.ERROR: logging.ERROR,
+    LogLevel.VERBOSE: logging.DEBUG,
+}
+
+
+class Logger:
+    """Triton's model logger, writing to the ``edgebox.model`` Python logger
+    so model messages land in the daemon's log (journald under systemd)."""
+
+    @staticmethod
+    def log(message: str, level: LogLevel = LogLevel.INFO) -> None:
+        _model_log.log(_LOGGING_LEVELS.get(level, logging.INFO), "%s", message)
+
+    @staticmethod
+    def log_info(message: str) -> None:
+        _model_log.info("%s", message)
+
+    @staticmethod
+    def log_warn(message: str) -> None:
+        _model_log.warning("%s", message)
+
+    @staticmethod
+    def log_error(message: str) -> None:
+        _model_log.error("%s", message)
+
+    @staticmethod
+    def log_verbose(message: str) -> None:
+        _model_log.debug("%s", message)

@@ -1,0 +1,130 @@
+"""Command line: ``edgebox serve``, ``edgebox check``, ``edgebox --version``.
+
+Flags take Triton's names where Triton has the flag (``--model-repository``,
+``--model-control-mode``, ``--repository-poll-secs``, ``--load-model``,
+``--http-port``, ``--log-verbose``, ``--strict-readiness``,
+``--exit-timeout-secs``), so a tritonserver command line mostly carries over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from edgebox import __version__
+from edgebox.settings import CONTROL_MODES, SettingsError, load_settings
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="edgebox", description="Triton-compatible inference appliance for Jetson Orin."
+    )
+    parser.add_argument("--version", action="version", version=f"edgebox {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the daemon")
+    keep = argparse.SUPPRESS
+    serve.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="YAML settings file (default: /etc/edgebox/edgebox.yaml if present)",
+    )
+    serve.add_argument("--model-repository", default=keep, help="model repository folder")
+    serve.add_argument(
+        "--model-control-mode",
+        choices=CONTROL_MODES,
+        default=keep,
+        help="none, poll or explicit (as in Triton)",
+    )
+    serve.add_argument(
+        "--repository-poll-secs", default=keep, help="seconds between repository scans in poll mode"
+    )
+    serve.add_argument(
+        "--load-model",
+        action="append",
+        default=keep,
+        help="model to load at start in explicit mode (repeatable; '*' = all)",
+    )
+    serve.add_argument("--host", default=keep, help="address to bind (default 0.0.0.0)")
+    serve.add_argument(
+        "--http-port", default=keep, help="HTTP port (default 8000; 0 = any free port)"
+    )
+    serve.add_argument(
+        "--http-max-connections", default=keep, help="open HTTP connections served at once"
+    )
+    serve.add_argument(
+        "--max-request-bytes", default=keep, help="largest request body accepted (default 64 MiB)"
+    )
+    serve.add_argument(
+        "--strict-readiness", default=keep, help="true: ready only while every model is ready"
+    )
+    serve.add_argument(
+        "--exit-timeout-secs", default=keep, help="how long shutdown waits for in-flight requests"
+    )
+    serve.add_argument(
+        "--log-verbose", default=keep, help="0 = state changes and problems, 1 = debug"
+    )
+
+    check = commands.add_parser("check", help="validate a model repository and list every problem")
+    check.add_argument("repository", type=Path)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "check":
+        return _check(args.repository)
+    parser.print_help()
+    return EXIT_OK
+
+
+def _serve(args: argparse.Namespace) -> int:
+    flags = {k: v for k, v in vars(args).items() if k not in ("command", "config")}
+    try:
+        settings = load_settings(flags, config_file=args.config)
+    except SettingsError as exc:
+        print(f"edgebox: {exc}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    if not settings.model_repository.is_dir():
+        source = settings.sources.get("model_repository", "default")
+        print(
+            f"edgebox: setting 'model_repository' ({source}): '{settings.model_repository}' "
+            "is not a folder",
+            file=sys.stderr,
+        )
+        return EXIT_PROBLEMS
+    _configure_logging(settings.log_verbose)
+    from edgebox.daemon import run_daemon
+
+    return run_daemon(settings)
+
+
+def _check(repository: Path) -> int:
+    _configure_logging(0)
+    from edgebox.lifecycle.check import check_repository
+
+    problems = check_repository(repository)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) found in {repository}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    print(f"{repository}: no problems found", file=sys.stderr)
+    return EXIT_OK
+
+
+def _configure_logging(verbose: int) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose > 0 else logging.INFO,
+        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )

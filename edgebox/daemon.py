@@ -1,0 +1,103 @@
+"""The composition root: builds every part, starts them in order, and stops them
+in reverse on SIGTERM (finishing in-flight requests first)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+
+from edgebox.backends import BackendCatalog
+from edgebox.dataplane import DataPlane
+from edgebox.devices import gpu_ids
+from edgebox.events import EventBus
+from edgebox.lifecycle.manager import LifecycleManager
+from edgebox.lifecycle.registry import ModelRegistry
+from edgebox.protocol.http_server import HttpServer
+from edgebox.protocol.infer_codec import HEADER_LENGTH
+from edgebox.protocol.v2_handlers import V2Handlers
+from edgebox.repository.poller import RepositoryPoller
+from edgebox.sd_notify import notify, watchdog_interval_s
+from edgebox.settings import Settings
+
+log = logging.getLogger("edgebox")
+
+
+class Daemon:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.bus = EventBus()
+        self.registry = ModelRegistry(self.bus)
+        self.manager = LifecycleManager(
+            settings.model_repository,
+            self.registry,
+            BackendCatalog(),
+            infer=lambda request: self.dataplane.infer(request),
+            gpu_ids=gpu_ids(),
+        )
+        self.dataplane = DataPlane(
+            self.registry,
+            self.manager,
+            control_mode=settings.model_control_mode,
+            strict_readiness=settings.strict_readiness,
+        )
+        self.http = HttpServer(
+            V2Handlers(self.dataplane),
+            settings.host,
+            settings.http_port,
+            max_request_bytes=settings.max_request_bytes,
+            max_connections=settings.http_max_connections,
+            align_body_at=_binary_part_offset,
+        )
+        self.poller: RepositoryPoller | None = None
+        self._stop = threading.Event()
+
+    def request_stop(self, *_: object) -> None:
+        self._stop.set()
+
+    def run(self) -> int:
+        settings = self.settings
+        port = self.http.start()
+        log.info("HTTP service listening on %s:%d", settings.host, port)
+        mode = settings.model_control_mode
+        if mode == "explicit":
+            names = list(settings.load_model)
+            self.manager.load_models(None if "*" in names else names)
+        else:
+            self.manager.load_models()
+        if mode == "poll":
+            self.poller = RepositoryPoller(
+                self.manager, settings.model_repository, settings.repository_poll_secs
+            )
+            self.poller.prime()
+            self.poller.start()
+        self.dataplane.mark_started()
+        log.info("edgebox ready (model control mode '%s')", mode)
+        notify("READY=1")
+        interval = watchdog_interval_s()
+        while not self._stop.wait(interval):
+            notify("WATCHDOG=1")
+        self.shutdown()
+        return 0
+
+    def shutdown(self) -> None:
+        log.info("shutting down: finishing in-flight requests")
+        notify("STOPPING=1")
+        self.dataplane.mark_stopping()
+        if self.poller is not None:
+            self.poller.stop()
+        timeout = self.settings.exit_timeout_secs
+        self.http.stop(timeout)
+        self.manager.unload_all(timeout)
+        log.info("stopped")
+
+
+def run_daemon(settings: Settings) -> int:
+    daemon = Daemon(settings)
+    signal.signal(signal.SIGTERM, daemon.request_stop)
+    signal.signal(signal.SIGINT, daemon.request_stop)
+    return daemon.run()
+
+
+def _binary_part_offset(headers: dict[str, str]) -> int:
+    return int(headers.get(HEADER_LENGTH, 0))

@@ -1,0 +1,227 @@
+"""The verbs of the inference protocol, protocol-neutral: HTTP today, gRPC,
+streams and the dashboard later all call these and nothing below them.
+
+Requests are validated here against the model's config (names, datatypes,
+shapes, batch size) before any backend sees them, so every transport reports a
+bad request the same way.
+Spec: https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md
+and Triton's extensions under https://github.com/triton-inference-server/server/tree/main/docs/protocol
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+
+from edgebox import __version__
+from edgebox.errors import EdgeboxError, InvalidArgument, NotFound, Unsupported
+from edgebox.lifecycle.manager import LifecycleManager
+from edgebox.lifecycle.registry import ModelRegistry, ServedModel
+from edgebox.lifecycle.states import ModelState
+from edgebox.repository.config import config_from_json, config_to_dict
+from edgebox.repository.layout import scan_repository
+from edgebox.tensors import InferRequest, InferResponse, Tensor
+
+EXTENSIONS = [
+    "classification",
+    "binary_tensor_data",
+    "model_repository",
+    "model_configuration",
+    "statistics",
+]
+
+
+class DataPlane:
+    def __init__(
+        self,
+        registry: ModelRegistry,
+        manager: LifecycleManager,
+        control_mode: str = "none",
+        strict_readiness: bool = False,
+    ) -> None:
+        self._registry = registry
+        self._manager = manager
+        self._control_mode = control_mode
+        self._strict_readiness = strict_readiness
+        self._started = threading.Event()
+        self._stopping = threading.Event()
+
+    # -- server state ------------------------------------------------------
+
+    def mark_started(self) -> None:
+        """Startup loading is done; from now on the server may report ready."""
+        self._started.set()
+
+    def mark_stopping(self) -> None:
+        self._stopping.set()
+
+    def live(self) -> bool:
+        return not self._stopping.is_set()
+
+    def ready(self) -> bool:
+        """Ready once startup loading finished; with strict readiness, only while
+        every model it knows has a ready version."""
+        if not self._started.is_set() or self._stopping.is_set():
+            return False
+        if self._strict_readiness:
+            return all(self._registry.is_ready(name) for name in self._registry.model_names())
+        return True
+
+    def server_metadata(self) -> dict:
+        return {"name": "edgebox", "version": __version__, "extensions": list(EXTENSIONS)}
+
+    # -- models ------------------------------------------------------------
+
+    def model_ready(self, name: str, version: str = "") -> bool:
+        if name not in self._registry.model_names():
+            raise NotFound(f"unknown model '{name}'")
+        return self._registry.is_ready(name, version)
+
+    def model_metadata(self, name: str, version: str = "") -> dict:
+        served = self._registry.get(name, version)
+        config = served.config
+        versions = sorted(self._registry.served_versions(name))
+        return {
+            "name": name,
+            "versions": [str(v) for v in versions],
+            "platform": config.platform or config.backend,
+            "inputs": [_tensor_metadata(s) for s in served.signature.inputs.values()],
+            "outputs": [_tensor_metadata(s) for s in served.signature.outputs.values()],
+        }
+
+    def model_config(self, name: str, version: str = "") -> dict:
+        return config_to_dict(self._registry.get(name, version).config)
+
+    def infer(self, request: InferRequest) -> InferResponse:
+        served = self._registry.acquire(request.model_name, request.model_version)
+        try:
+            try:
+                served.signature.check_request(request, served.where)
+            except EdgeboxError:
+                served.scheduler.statistics.record_request(False, 0)
+                raise
+            response = served.scheduler.infer(request)
+            response.model_name = served.name
+            response.model_version = str(served.version)
+            if any("classification" in o.parameters for o in request.outputs):
+                _classify(response, request, served)
+            return response
+        finally:
+            served.exit()
+
+    def statistics(self, name: str = "", version: str = "") -> dict:
+        if name:
+            if version:
+                served_list = [self._registry.get(name, version)]
+            else:
+                served = self._registry.served_versions(name)
+                if not served and name not in self._registry.model_names():
+                    raise NotFound(f"unknown model '{name}'")
+                served_list = [served[v] for v in sorted(served)]
+        else:
+            served_list = [
+                s
+                for model in self._registry.model_names()
+                for _, s in sorted(self._registry.served_versions(model).items())
+            ]
+        return {
+            "model_stats": [
+                s.scheduler.statistics.as_dict(s.name, str(s.version)) for s in served_list
+            ]
+        }
+
+    # -- repository extension ------------------------------------------------
+
+    def repository_index(self, ready_only: bool = False) -> list[dict]:
+        snapshot = scan_repository(self._manager.repository, fingerprints=False)
+        names = sorted(set(snapshot.models) | set(self._registry.model_names()))
+        index: list[dict] = []
+        for name in names:
+            statuses = self._registry.statuses(name)
+            if not statuses and not ready_only:
+                index.append({"name": name})
+            for version, status in sorted(
+                statuses.items(), key=lambda i: -1 if i[0] is None else i[0]
+            ):
+                if ready_only and status.state is not ModelState.READY:
+                    continue
+                entry = {"name": name}
+                if version is not None:
+                    entry["version"] = str(version)
+                entry["state"] = status.state.value
+                entry["reason"] = status.reason
+                index.append(entry)
+        return index
+
+    def load_model(self, name: str, parameters: dict | None = None) -> None:
+        self._require_explicit_mode()
+        parameters = parameters or {}
+        files = [key for key in parameters if key.startswith("file:")]
+        if files:
+            raise Unsupported(
+                f"load '{name}': model files sent with the request ({', '.join(files)}) are "
+                "not supported; copy them into the repository and load by name"
+            )
+        config = None
+        if "config" in parameters:
+            text = parameters["config"]
+            if not isinstance(text, str):
+                text = json.dumps(text)
+            config = config_from_json(text, name, self._manager.repository / name)
+        self._manager.load_model(name, config)
+
+    def unload_model(self, name: str, unload_dependents: bool = False) -> None:
+        self._require_explicit_mode()
+        self._manager.unload_model(name, unload_dependents)
+
+    def _require_explicit_mode(self) -> None:
+        if self._control_mode != "explicit":
+            raise Unsupported(
+                "model load and unload requests need --model-control-mode explicit; this "
+                f"server runs in '{self._control_mode}' mode"
+            )
+
+
+def _tensor_metadata(spec) -> dict:
+    return {"name": spec.name, "datatype": spec.datatype, "shape": list(spec.shape)}
+
+
+def _classify(response: InferResponse, request: InferRequest, served: ServedModel) -> None:
+    """Triton's classification extension: the top k classes as
+    ``"<value>:<index>[:<label>]"`` strings, per batch item.
+    Spec: https://github.com/triton-inference-server/server/blob/main/docs/protocol/extension_classification.md
+    """
+    wanted = {o.name: o.parameters.get("classification") for o in request.outputs}
+    outputs = []
+    for tensor in response.outputs:
+        count = wanted.get(tensor.name)
+        if not count:
+            outputs.append(tensor)
+            continue
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise InvalidArgument(
+                f"{served.where}, output '{tensor.name}': classification must be a positive "
+                f"integer, got {count!r}"
+            )
+        if tensor.datatype == "BYTES":
+            raise InvalidArgument(
+                f"{served.where}, output '{tensor.name}': classification needs a numeric output"
+            )
+        labels = served.labels.get(tensor.name, [])
+        batched = served.signature.max_batch_size > 0
+        rows = (
+            tensor.data.reshape(tensor.data.shape[0], -1) if batched else tensor.data.reshape(1, -1)
+        )
+        k = min(count, rows.shape[1])
+        result = np.empty((rows.shape[0], k), dtype=object)
+        for row_index, row in enumerate(rows):
+            top = np.argsort(-row.astype(np.float64), kind="stable")[:k]
+            for column, index in enumerate(top):
+                text = f"{float(row[index]):f}:{int(index)}"
+                if int(index) < len(labels):
+                    text += f":{labels[int(index)]}"
+                result[row_index, column] = text.encode("utf-8")
+        outputs.append(Tensor(tensor.name, "BYTES", result if batched else result[0]))
+    response.outputs = outputs

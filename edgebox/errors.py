@@ -1,0 +1,73 @@
+"""Errors that carry a protocol-neutral code.
+
+Only ``protocol/error_map.py`` turns a code into an HTTP status, the way Triton's
+``Status`` codes are mapped by each frontend. Messages follow one shape: where,
+then what, then expected versus got, with names in single quotes.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ErrorCode(enum.Enum):
+    INVALID_ARG = "INVALID_ARG"
+    NOT_FOUND = "NOT_FOUND"
+    UNAVAILABLE = "UNAVAILABLE"
+    UNSUPPORTED = "UNSUPPORTED"
+    ALREADY_EXISTS = "ALREADY_EXISTS"
+    INTERNAL = "INTERNAL"
+
+
+class EdgeboxError(Exception):
+    """An error a caller can act on; ``str(err)`` is the message shown to users."""
+
+    code: ErrorCode = ErrorCode.INTERNAL
+
+    def __init__(self, message: str, code: ErrorCode | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidArgument(EdgeboxError):
+    code = ErrorCode.INVALID_ARG
+
+
+class NotFound(EdgeboxError):
+    code = ErrorCode.NOT_FOUND
+
+
+class Unavailable(EdgeboxError):
+    code = ErrorCode.UNAVAILABLE
+
+
+class Unsupported(EdgeboxError):
+    code = ErrorCode.UNSUPPORTED
+
+
+class ConfigError(EdgeboxError):
+    """A problem in a configuration file, located as ``path:line:col`` when known.
+
+    Line and column are 1-based, as editors and protobuf's ``ParseError`` count them.
+    """
+
+    code = ErrorCode.INVALID_ARG
+
+    def __init__(
+        self, path: str, message: str, line: int | None = None, column: int | None = None
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.column = column
+        self.detail = message
+        location = path
+        if line is not None:
+            location += f":{line}"
+            if column is not None:
+                location += f":{column}"
+        super().__init__(f"{location}: {message}")

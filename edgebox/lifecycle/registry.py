@@ -1,0 +1,214 @@
+"""What is loaded: (model, version) -> ServedModel, plus each version's state
+and reason.
+
+Requests look versions up here; the lifecycle manager publishes and withdraws
+them. A lookup counts the request as in flight on the version it got, under the
+same lock that withdrawal takes, so a withdrawn version can always tell when
+its last request has finished (Triton's ``ModelDeleter`` idea).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from edgebox.errors import EdgeboxError, InvalidArgument, NotFound, Unavailable
+from edgebox.events import EventBus, ModelStateChanged
+from edgebox.lifecycle.states import ModelState, VersionStatus
+from edgebox.scheduling.scheduler import Scheduler
+from edgebox.signature import ModelSignature
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServedModel:
+    """A loaded version. Thread-safe: many requests enter and exit concurrently."""
+
+    name: str
+    version: int
+    config: object
+    signature: ModelSignature
+    scheduler: Scheduler
+    labels: dict[str, list[str]] = field(default_factory=dict)
+    """Output name -> class labels, from ``label_filename`` (classification extension)."""
+    notes: list[str] = field(default_factory=list)
+    on_close: Callable[[], None] | None = None
+    source: tuple = ()
+    """What it was loaded from (config digest, folder fingerprint): unchanged
+    source means a reload of this version can be skipped."""
+
+    def __post_init__(self) -> None:
+        self.where = f"model '{self.name}' version {self.version}"
+        self._inflight = 0
+        self._retired = False
+        self._idle = threading.Condition(threading.Lock())
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    def enter(self) -> bool:
+        with self._idle:
+            if self._retired:
+                return False
+            self._inflight += 1
+            return True
+
+    def exit(self) -> None:
+        with self._idle:
+            self._inflight -= 1
+            if self._inflight == 0:
+                self._idle.notify_all()
+
+    def retire(self) -> None:
+        """Take no new requests; those in flight finish normally."""
+        with self._idle:
+            self._retired = True
+
+    def wait_drained(self, timeout_s: float | None = None) -> bool:
+        with self._idle:
+            return self._idle.wait_for(lambda: self._inflight == 0, timeout_s)
+
+    def close(self) -> None:
+        self.scheduler.close()
+        if self.on_close is not None:
+            self.on_close()
+
+
+class ModelRegistry:
+    def __init__(self, bus: EventBus | None = None) -> None:
+        self._bus = bus
+        self._lock = threading.Lock()
+        self._served: dict[str, dict[int, ServedModel]] = {}
+        self._default: dict[str, ServedModel] = {}
+        self._status: dict[str, dict[int | None, VersionStatus]] = {}
+
+    def acquire(self, name: str, version: str = "") -> ServedModel:
+        """The version to run a request on, counted in flight until ``exit()``.
+
+        ``version`` "" means the default: the highest READY version. Raises
+        NotFound for an unknown model or version, Unavailable for one that is
+        known but not ready (with its reason).
+        """
+        with self._lock:
+            if version:
+                number = _version_number(name, version)
+                served = self._served.get(name, {}).get(number)
+            else:
+                number = None
+                served = self._default.get(name)
+            if served is not None and served.enter():
+                return served
+            raise self._not_servable(name, number)
+
+    def get(self, name: str, version: str = "") -> ServedModel:
+        """Like ``acquire`` without counting a request (metadata, config)."""
+        served = self.acquire(name, version)
+        served.exit()
+        return served
+
+    def publish(self, served: ServedModel) -> ServedModel | None:
+        """Make a loaded version take traffic; returns the one it replaces."""
+        with self._lock:
+            versions = self._served.setdefault(served.name, {})
+            previous = versions.get(served.version)
+            versions[served.version] = served
+            self._recompute_default(served.name)
+        self.set_status(served.name, served.version, ModelState.READY)
+        return previous
+
+    def withdraw(self, name: str, version: int) -> ServedModel | None:
+        """Stop routing requests to a version; the caller retires and closes it."""
+        with self._lock:
+            served = self._served.get(name, {}).pop(version, None)
+            if served is not None:
+                served.retire()
+                self._recompute_default(name)
+            return served
+
+    def served_versions(self, name: str) -> dict[int, ServedModel]:
+        with self._lock:
+            return dict(self._served.get(name, {}))
+
+    def set_status(
+        self, name: str, version: int | None, state: ModelState, reason: str = ""
+    ) -> None:
+        status = VersionStatus(state, reason)
+        with self._lock:
+            statuses = self._status.setdefault(name, {})
+            if statuses.get(version) == status:
+                return
+            statuses[version] = status
+        label = f"model '{name}'" + (f" version {version}" if version is not None else "")
+        if state is ModelState.UNAVAILABLE and reason:
+            log.warning("%s: %s: %s", label, state.value, reason)
+        else:
+            log.info("%s: %s%s", label, state.value, f" ({reason})" if reason else "")
+        if self._bus is not None:
+            self._bus.publish(ModelStateChanged(name, version, state.value, reason))
+
+    def clear_status(self, name: str, version: int | None) -> None:
+        with self._lock:
+            self._status.get(name, {}).pop(version, None)
+
+    def statuses(self, name: str) -> dict[int | None, VersionStatus]:
+        with self._lock:
+            return dict(self._status.get(name, {}))
+
+    def model_names(self) -> list[str]:
+        with self._lock:
+            return sorted(set(self._status) | set(self._served))
+
+    def is_ready(self, name: str, version: str = "") -> bool:
+        try:
+            self.get(name, version)
+        except EdgeboxError:
+            return False
+        return True
+
+    def _recompute_default(self, name: str) -> None:
+        versions = self._served.get(name)
+        if versions:
+            self._default[name] = versions[max(versions)]
+        else:
+            self._default.pop(name, None)
+
+    def _not_servable(self, name: str, version: int | None) -> EdgeboxError:
+        statuses = self._status.get(name)
+        if not statuses and name not in self._served:
+            return NotFound(f"unknown model '{name}'")
+        if version is not None:
+            status = statuses.get(version) if statuses else None
+            if status is None:
+                return NotFound(f"model '{name}' has no version {version}")
+            return Unavailable(
+                f"model '{name}' version {version} is not ready: {_describe(status)}"
+            )
+        problems = [(v, s) for v, s in (statuses or {}).items() if s.state is not ModelState.READY]
+        if problems:
+            problems.sort(key=lambda item: -1 if item[0] is None else item[0], reverse=True)
+            version_label, status = problems[0]
+            which = f"version {version_label}" if version_label is not None else "model"
+            return Unavailable(
+                f"model '{name}' has no ready version ({which} is {_describe(status)})"
+            )
+        return Unavailable(f"model '{name}' has no ready version")
+
+
+def _describe(status: VersionStatus) -> str:
+    return f"{status.state.value}: {status.reason}" if status.reason else status.state.value
+
+
+def _version_number(name: str, version: str) -> int:
+    try:
+        number = int(version)
+    except ValueError:
+        raise InvalidArgument(
+            f"model '{name}': version '{version}' is not a version number"
+        ) from None
+    if number < 0:
+        raise InvalidArgument(f"model '{name}': version '{version}' is not a version number")
+    return number

@@ -1,0 +1,89 @@
+"""Tensors as JSON ``data`` arrays (KServe v2): row-major, flat or nested.
+
+FP16 survives JSON only approximately; BF16 goes through float32; BYTES
+elements are UTF-8 strings (binary data is the way to send arbitrary bytes).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from edgebox.errors import InvalidArgument
+from edgebox.tensors import Tensor, numpy_dtype
+
+
+def decode_tensor(where: str, datatype: str, shape: list[int], data) -> np.ndarray:
+    count = math.prod(shape)
+    if datatype == "BYTES":
+        flat = _flatten(data)
+        if len(flat) != count:
+            raise InvalidArgument(
+                f"{where}: 'data' holds {len(flat)} elements, shape {shape} needs {count}"
+            )
+        array = np.empty(count, dtype=object)
+        for index, item in enumerate(flat):
+            if not isinstance(item, str):
+                raise InvalidArgument(
+                    f"{where}: BYTES data must be strings in JSON, got {type(item).__name__} "
+                    f"{item!r}"
+                )
+            array[index] = item.encode("utf-8")
+        return array.reshape(shape)
+    dtype = np.dtype(np.float32) if datatype == "BF16" else numpy_dtype(datatype)
+    try:
+        array = np.asarray(data, dtype=dtype)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise InvalidArgument(f"{where}: 'data' does not hold {datatype} values ({exc})") from None
+    if array.size != count:
+        raise InvalidArgument(
+            f"{where}: 'data' holds {array.size} elements, shape {shape} needs {count}"
+        )
+    array = array.reshape(shape)
+    if datatype == "BF16":
+        array = _float32_to_bf16_bits(array)
+    return array
+
+
+def encode_tensor(where: str, tensor: Tensor) -> list:
+    data = tensor.data
+    if tensor.datatype == "BYTES":
+        out = []
+        for item in data.ravel():
+            if isinstance(item, bytes):
+                try:
+                    out.append(item.decode("utf-8"))
+                except UnicodeDecodeError:
+                    raise InvalidArgument(
+                        f"{where}, output '{tensor.name}': holds bytes that are not UTF-8; "
+                        "request it with binary_data"
+                    ) from None
+            else:
+                out.append(str(item))
+        return out
+    if tensor.datatype == "BF16":
+        data = (data.astype(np.uint32) << 16).view(np.float32)
+    return data.ravel().tolist()
+
+
+def _float32_to_bf16_bits(array: np.ndarray) -> np.ndarray:
+    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32)
+    rounded = bits + 0x7FFF + ((bits >> 16) & 1)
+    return (rounded >> 16).astype(np.uint16)
+
+
+def _flatten(data) -> list:
+    if not isinstance(data, list):
+        return [data]
+    flat: list = []
+    stack = [iter(data)]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, list):
+                stack.append(iter(item))
+                break
+            flat.append(item)
+        else:
+            stack.pop()
+    return flat

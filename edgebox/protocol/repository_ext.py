@@ -1,0 +1,52 @@
+"""Triton's model repository extension: index, load, unload.
+Spec: https://github.com/triton-inference-server/server/blob/main/docs/protocol/extension_model_repository.md
+"""
+
+from __future__ import annotations
+
+import json
+
+from edgebox.dataplane import DataPlane
+from edgebox.errors import InvalidArgument
+from edgebox.protocol.http_server import HttpRequest, HttpResponse
+
+
+def index(dataplane: DataPlane, request: HttpRequest) -> HttpResponse:
+    body = _json_body(request, "repository index")
+    ready = body.get("ready", False)
+    if not isinstance(ready, bool):
+        raise InvalidArgument("repository index: 'ready' must be true or false")
+    return HttpResponse(200, [json.dumps(dataplane.repository_index(ready_only=ready)).encode()])
+
+
+def load(dataplane: DataPlane, request: HttpRequest, name: str) -> HttpResponse:
+    body = _json_body(request, f"load '{name}'")
+    parameters = body.get("parameters") or {}
+    if not isinstance(parameters, dict):
+        raise InvalidArgument(f"load '{name}': 'parameters' must be an object")
+    dataplane.load_model(name, parameters)
+    return HttpResponse(200, [])
+
+
+def unload(dataplane: DataPlane, request: HttpRequest, name: str) -> HttpResponse:
+    body = _json_body(request, f"unload '{name}'")
+    parameters = body.get("parameters") or {}
+    if not isinstance(parameters, dict):
+        raise InvalidArgument(f"unload '{name}': 'parameters' must be an object")
+    dependents = parameters.get("unload_dependents", False)
+    if not isinstance(dependents, bool):
+        raise InvalidArgument(f"unload '{name}': 'unload_dependents' must be true or false")
+    dataplane.unload_model(name, dependents)
+    return HttpResponse(200, [])
+
+
+def _json_body(request: HttpRequest, what: str) -> dict:
+    if not len(request.body):
+        return {}
+    try:
+        body = json.loads(bytes(request.body))
+    except ValueError as exc:
+        raise InvalidArgument(f"{what}: request JSON is malformed: {exc}") from None
+    if not isinstance(body, dict):
+        raise InvalidArgument(f"{what}: request JSON must be an object")
+    return body

@@ -1,0 +1,152 @@
+"""The KServe v2 HTTP endpoints and Triton's extensions, mapped onto dataplane
+verbs. Routing is by path segments; nothing here knows about models beyond
+what the dataplane answers.
+
+Routes (``{v}`` optional everywhere it appears, as ``/versions/{v}``)::
+
+    GET  /v2                               server metadata
+    GET  /v2/health/live | /v2/health/ready
+    GET  /v2/models/{m}[/versions/{v}]     model metadata
+    GET  .../ready | .../config | .../stats
+    POST .../infer
+    GET  /v2/models/stats                  statistics of every model
+    POST /v2/repository/index
+    POST /v2/repository/models/{m}/load | /unload
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from http import HTTPStatus
+
+from edgebox.dataplane import DataPlane
+from edgebox.errors import EdgeboxError, InvalidArgument
+from edgebox.protocol import infer_codec, repository_ext
+from edgebox.protocol.error_map import error_response
+from edgebox.protocol.http_server import HttpRequest, HttpResponse, json_error_response
+
+
+class V2Handlers:
+    """The HTTP handler: called on connection threads, many at once."""
+
+    def __init__(self, dataplane: DataPlane) -> None:
+        self.dataplane = dataplane
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            return self._route(request)
+        except EdgeboxError as error:
+            return error_response(error)
+
+    def _route(self, request: HttpRequest) -> HttpResponse:
+        parts = request.path.strip("/").split("/")
+        if not parts or parts[0] != "v2":
+            return _not_found(request)
+        method = request.method
+        if method == "HEAD":
+            method = "GET"
+        if len(parts) >= 3 and parts[1] == "models" and parts[2] != "stats":
+            return self._model_route(request, method, parts[2], parts[3:])
+        route = "/".join(parts[1:])
+        if route == "" and method == "GET":
+            return _json(self.dataplane.server_metadata())
+        if route == "health/live" and method == "GET":
+            return _status(self.dataplane.live())
+        if route == "health/ready" and method == "GET":
+            return _status(self.dataplane.ready())
+        if route == "models/stats" and method == "GET":
+            return _json(self.dataplane.statistics())
+        if route == "repository/index" and method == "POST":
+            return repository_ext.index(self.dataplane, request)
+        if len(parts) == 5 and parts[1:3] == ["repository", "models"] and method == "POST":
+            if parts[4] == "load":
+                return repository_ext.load(self.dataplane, request, parts[3])
+            if parts[4] == "unload":
+                return repository_ext.unload(self.dataplane, request, parts[3])
+        return _not_found(request)
+
+    def _model_route(
+        self, request: HttpRequest, method: str, name: str, rest: list[str]
+    ) -> HttpResponse:
+        version = ""
+        if len(rest) >= 2 and rest[0] == "versions":
+            version = rest[1]
+            rest = rest[2:]
+        action = rest[0] if rest else ""
+        if len(rest) > 1:
+            return _not_found(request)
+        if action == "infer":
+            if method != "POST":
+                return _wrong_method(request)
+            return self._infer(request, name, version)
+        if method != "GET":
+            return _wrong_method(request)
+        if action == "":
+            return _json(self.dataplane.model_metadata(name, version))
+        if action == "ready":
+            return _status(self.dataplane.model_ready(name, version))
+        if action == "config":
+            return _json(self.dataplane.model_config(name, version))
+        if action == "stats":
+            return _json(self.dataplane.statistics(name, version))
+        return _not_found(request)
+
+    def _infer(self, request: HttpRequest, name: str, version: str) -> HttpResponse:
+        body = request.body
+        encoding = request.headers.get("content-encoding")
+        if encoding:
+            body = _decompress(body, encoding)
+        infer_request, binary_default = infer_codec.decode_request(
+            body, request.headers, name, version
+        )
+        response = self.dataplane.infer(infer_request)
+        http_response = infer_codec.encode_response(response, infer_request, binary_default)
+        accepted = request.headers.get("accept-encoding")
+        if accepted:
+            _compress(http_response, accepted)
+        return http_response
+
+
+def _decompress(body: memoryview, encoding: str) -> memoryview:
+    encoding = encoding.strip().lower()
+    try:
+        if encoding == "gzip":
+            return memoryview(bytearray(gzip.decompress(body)))
+        if encoding == "deflate":
+            return memoryview(bytearray(zlib.decompress(body)))
+    except (OSError, zlib.error, EOFError) as exc:
+        raise InvalidArgument(f"request body is not valid {encoding} data: {exc}") from None
+    if encoding == "identity":
+        return body
+    raise InvalidArgument(f"unsupported Content-Encoding '{encoding}' (use gzip or deflate)")
+
+
+def _compress(response: HttpResponse, accepted: str) -> None:
+    choices = [part.split(";")[0].strip().lower() for part in accepted.split(",")]
+    for encoding in choices:
+        if encoding in ("gzip", "deflate"):
+            joined = b"".join(bytes(memoryview(b).cast("B")) for b in response.body)
+            compressed = gzip.compress(joined) if encoding == "gzip" else zlib.compress(joined)
+            response.body = [compressed]
+            response.headers.append(("Content-Encoding", encoding))
+            return
+
+
+def _json(document) -> HttpResponse:
+    return HttpResponse(200, [json.dumps(document).encode()])
+
+
+def _status(ok: bool) -> HttpResponse:
+    return HttpResponse(200 if ok else HTTPStatus.SERVICE_UNAVAILABLE, [])
+
+
+def _not_found(request: HttpRequest) -> HttpResponse:
+    return json_error_response(HTTPStatus.NOT_FOUND, f"no endpoint {request.method} {request.path}")
+
+
+def _wrong_method(request: HttpRequest) -> HttpResponse:
+    return json_error_response(
+        HTTPStatus.METHOD_NOT_ALLOWED, f"method {request.method} not allowed for {request.path}"
+    )

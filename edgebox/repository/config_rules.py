@@ -1,0 +1,213 @@
+"""Semantic rules for a parsed ``ModelConfig``, as Triton documents them.
+
+Pure functions over the message: each problem is returned as (field path,
+message) so the caller can attach ``path:line:col`` from the field index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tritonclient.grpc import model_config_pb2
+
+_FORMATS_WITH_3_DIMS = (
+    model_config_pb2.ModelInput.FORMAT_NHWC,
+    model_config_pb2.ModelInput.FORMAT_NCHW,
+)
+
+Problem = tuple[str, str]
+
+
+def check_model_config(config) -> list[Problem]:
+    problems: list[Problem] = []
+    is_ensemble = config.platform == "ensemble"
+    if not config.platform and not config.backend:
+        problems.append(
+            (
+                "platform",
+                "neither 'platform' nor 'backend' is set, and no model.onnx, model.plan "
+                "or model.py was found in a version folder to infer it",
+            )
+        )
+    if config.max_batch_size < 0:
+        problems.append(
+            ("max_batch_size", f"max_batch_size must be >= 0, got {config.max_batch_size}")
+        )
+    problems += _check_tensors(config.input, "input", config.max_batch_size)
+    problems += _check_tensors(config.output, "output", config.max_batch_size)
+    problems += _check_version_policy(config.version_policy)
+    for index, group in enumerate(config.instance_group):
+        if group.count < 0:
+            problems.append(
+                (
+                    f"instance_group[{index}].count",
+                    f"instance_group count must be >= 0, got {group.count}",
+                )
+            )
+    if is_ensemble:
+        problems += _check_ensemble(config)
+    elif config.HasField("ensemble_scheduling"):
+        problems.append(("ensemble_scheduling", 'ensemble_scheduling needs platform: "ensemble"'))
+    return problems
+
+
+def _check_tensors(tensors, kind: str, max_batch_size: int) -> Iterator[Problem]:
+    seen: set[str] = set()
+    for index, tensor in enumerate(tensors):
+        where = f"{kind}[{index}]"
+        if not tensor.name:
+            yield where, f"{kind} #{index} has no name"
+            continue
+        label = f"{kind} '{tensor.name}'"
+        if tensor.name in seen:
+            yield f"{where}.name", f"{label} is declared twice"
+        seen.add(tensor.name)
+        if tensor.data_type == model_config_pb2.TYPE_INVALID:
+            yield where, f"{label}: data_type is not set"
+        if not tensor.dims:
+            yield (
+                where,
+                (
+                    f"{label}: dims must list at least one dimension "
+                    "(for a scalar use dims: [ 1 ] with reshape: { shape: [ ] })"
+                ),
+            )
+        bad = [d for d in tensor.dims if d < 1 and d != -1]
+        if bad:
+            yield (
+                f"{where}.dims",
+                f"{label}: each dim must be >= 1 or -1 (variable), got {list(tensor.dims)}",
+            )
+        if kind == "input" and tensor.format in _FORMATS_WITH_3_DIMS and len(tensor.dims) != 3:
+            fmt = model_config_pb2.ModelInput.Format.Name(tensor.format)
+            yield (
+                f"{where}.dims",
+                f"{label}: {fmt} needs 3 dims (without the batch dim), got {list(tensor.dims)}",
+            )
+        if tensor.HasField("reshape"):
+            shape = list(tensor.reshape.shape)
+            dims = list(tensor.dims)
+            if -1 not in shape and -1 not in dims and _product(shape) != _product(dims):
+                yield (
+                    f"{where}.reshape",
+                    (
+                        f"{label}: reshape {shape} holds {_product(shape)} elements "
+                        f"but dims {dims} hold {_product(dims)}"
+                    ),
+                )
+
+
+def _check_version_policy(policy) -> Iterator[Problem]:
+    choice = policy.WhichOneof("policy_choice")
+    if choice == "latest" and policy.latest.num_versions < 1:
+        yield "version_policy.latest", "version_policy latest: num_versions must be >= 1"
+    if choice == "specific":
+        if not policy.specific.versions:
+            yield "version_policy.specific", "version_policy specific: list at least one version"
+        negative = [v for v in policy.specific.versions if v < 0]
+        if negative:
+            yield (
+                "version_policy.specific",
+                f"version_policy specific: versions must be >= 0, got {negative}",
+            )
+
+
+def _check_ensemble(config) -> list[Problem]:
+    problems: list[Problem] = []
+    if config.instance_group:
+        problems.append(
+            ("instance_group", "an ensemble cannot have instance_group; its steps' models do")
+        )
+    steps = config.ensemble_scheduling.step
+    if not steps:
+        problems.append(("platform", "ensemble needs ensemble_scheduling with at least one step"))
+        return problems
+    ensemble_inputs = {t.name for t in config.input}
+    ensemble_outputs = {t.name for t in config.output}
+    producer: dict[str, int] = {}
+    for index, step in enumerate(steps):
+        where = f"ensemble_scheduling.step[{index}]"
+        if not step.model_name:
+            problems.append((where, f"ensemble step #{index} has no model_name"))
+        if not step.input_map:
+            problems.append(
+                (where, f"ensemble step #{index} ('{step.model_name}') has an empty input_map")
+            )
+        for tensor in step.output_map.values():
+            if tensor in ensemble_inputs:
+                problems.append(
+                    (
+                        where,
+                        f"ensemble step '{step.model_name}' writes '{tensor}', "
+                        "which is an ensemble input",
+                    )
+                )
+            elif tensor in producer:
+                first = steps[producer[tensor]].model_name
+                problems.append(
+                    (
+                        where,
+                        f"ensemble tensor '{tensor}' is written by both '{first}' "
+                        f"and '{step.model_name}'",
+                    )
+                )
+            else:
+                producer[tensor] = index
+    consumed: set[str] = set()
+    for index, step in enumerate(steps):
+        for model_input, tensor in step.input_map.items():
+            consumed.add(tensor)
+            if tensor not in ensemble_inputs and tensor not in producer:
+                problems.append(
+                    (
+                        f"ensemble_scheduling.step[{index}]",
+                        f"ensemble step '{step.model_name}' input '{model_input}' reads "
+                        f"'{tensor}', which is neither an ensemble input nor any step's output",
+                    )
+                )
+    for name in sorted(ensemble_outputs - set(producer)):
+        problems.append(("output", f"ensemble output '{name}' is not written by any step"))
+    for name in sorted(ensemble_inputs - consumed):
+        problems.append(("input", f"ensemble input '{name}' is not read by any step"))
+    cycle = _find_cycle(steps, producer)
+    if cycle:
+        names = " -> ".join(f"'{steps[i].model_name}'" for i in cycle)
+        problems.append(("ensemble_scheduling", f"ensemble steps form a cycle: {names}"))
+    return problems
+
+
+def _find_cycle(steps, producer: dict[str, int]) -> list[int] | None:
+    edges = {
+        index: sorted({producer[t] for t in step.input_map.values() if t in producer})
+        for index, step in enumerate(steps)
+    }
+    state: dict[int, int] = {}
+    path: list[int] = []
+
+    def visit(node: int) -> list[int] | None:
+        state[node] = 1
+        path.append(node)
+        for upstream in edges[node]:
+            if state.get(upstream) == 1:
+                return [*path[path.index(upstream) :], upstream]
+            if upstream not in state:
+                found = visit(upstream)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in edges:
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def _product(values: list[int]) -> int:
+    result = 1
+    for v in values:
+        result *= v
+    return result

@@ -1,0 +1,95 @@
+"""Poll mode: every ``poll_interval_s`` the repository is scanned and what
+changed is handed to the lifecycle manager.
+
+A model is (re)loaded when its config or one of its settled version folders
+changed; folders still being copied are left out until they settle (see
+``settle.py``). A failed load is not retried until its files change again, and
+never stops the poller from applying other changes (Triton's POLL mode can get
+stuck after one bad load; this one cannot).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from edgebox.errors import EdgeboxError
+from edgebox.repository.layout import ModelFolder, RepositorySnapshot, scan_repository
+from edgebox.repository.settle import SettleTracker
+
+log = logging.getLogger(__name__)
+
+
+class RepositoryPoller:
+    """Owns its thread; the manager's methods are its only side effects."""
+
+    def __init__(self, manager, root: Path, poll_interval_s: float) -> None:
+        self._manager = manager
+        self._root = root
+        self._interval_s = poll_interval_s
+        self._settle = SettleTracker()
+        self._applied: dict[str, tuple] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="repository-poller", daemon=True)
+
+    def prime(self) -> None:
+        """Remember the repository as loaded at startup, so the first poll only
+        acts on what changes afterwards."""
+        snapshot = self._scan()
+        for name, folder in snapshot.models.items():
+            self._applied[name] = _key(folder, set(folder.versions))
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+    def poll_once(self) -> None:
+        snapshot = self._scan()
+        folders = [v for m in snapshot.models.values() for v in m.versions.values()]
+        settled = self._settle.settled(folders, self._poll_started_ns)
+        for name in sorted(set(self._applied) - set(snapshot.models)):
+            log.info("model '%s': folder removed from the repository", name)
+            self._applied.pop(name)
+            try:
+                self._manager.forget_model(name)
+            except EdgeboxError as exc:
+                log.warning("model '%s': unloading failed: %s", name, exc)
+        for name, folder in snapshot.models.items():
+            ready = {n for n, v in folder.versions.items() if v.path in settled}
+            key = _key(folder, ready)
+            if self._applied.get(name) == key:
+                continue
+            waiting = sorted(set(folder.versions) - ready)
+            if waiting:
+                log.info("model '%s': version(s) %s still changing; waiting", name, waiting)
+            self._applied[name] = key
+            visible = replace(folder, versions={n: folder.versions[n] for n in sorted(ready)})
+            try:
+                self._manager.load_model(name, folder=visible)
+            except EdgeboxError as exc:
+                log.warning("model '%s': %s", name, exc)
+
+    def _scan(self) -> RepositorySnapshot:
+        self._poll_started_ns = time.time_ns()
+        return scan_repository(self._root)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            try:
+                self.poll_once()
+            except Exception:
+                log.exception("repository poll failed; will poll again")
+
+
+def _key(folder: ModelFolder, ready: set[int]) -> tuple:
+    return (
+        folder.config_fingerprint,
+        tuple((n, folder.versions[n].fingerprint) for n in sorted(ready)),
+    )

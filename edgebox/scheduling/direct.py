@@ -1,0 +1,100 @@
+"""One request, one ``execute``: the scheduler for models without
+``dynamic_batching``. The request runs on the caller's thread on the first free
+instance, so a lone client pays no thread hand-off."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from edgebox.errors import EdgeboxError
+from edgebox.scheduling.instance_pool import InstancePool
+from edgebox.scheduling.statistics import ModelStatistics
+from edgebox.signature import ModelSignature
+from edgebox.tensors import InferRequest, InferResponse
+
+log = logging.getLogger(__name__)
+
+
+class DirectScheduler:
+    def __init__(self, pool: InstancePool, signature: ModelSignature, where: str) -> None:
+        self.statistics = ModelStatistics()
+        self._pool = pool
+        self._signature = signature
+        self._where = where
+
+    def infer(self, request: InferRequest) -> InferResponse:
+        clock = time.perf_counter_ns
+        start = clock()
+        instance = self._pool.acquire()
+        acquired = clock()
+        try:
+            model_request = self._signature.to_model_shapes(request)
+            prepared = clock()
+            try:
+                result = instance.execute([model_request])[0]
+            except Exception as exc:
+                log.exception("%s: execute raised", self._where)
+                result = EdgeboxError(f"{self._where}: backend failed: {type(exc).__name__}: {exc}")
+            executed = clock()
+        finally:
+            self._pool.release(instance)
+        try:
+            if isinstance(result, EdgeboxError):
+                raise result
+            response = finish_response(result, request, self._signature, self._where)
+        except EdgeboxError:
+            self.statistics.record_request(False, clock() - start)
+            raise
+        done = clock()
+        batch = (
+            request.inputs[0].data.shape[0]
+            if self._signature.max_batch_size and request.inputs
+            else 1
+        )
+        self.statistics.record_execution(
+            batch, 1, prepared - acquired, executed - prepared, done - executed
+        )
+        self.statistics.record_request(True, done - start, acquired - start)
+        return response
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def finish_response(
+    response: InferResponse, request: InferRequest, signature: ModelSignature, where: str
+) -> InferResponse:
+    """Client shapes, then exactly the outputs asked for, each checked against
+    the config, so a backend's mistake is reported as the model's, not passed on."""
+    response = signature.to_client_shapes(response)
+    produced = {t.name: t for t in response.outputs}
+    if request.outputs:
+        names = [o.name for o in request.outputs]
+        missing = [n for n in names if n not in produced]
+        if missing:
+            raise EdgeboxError(
+                f"{where}: the model did not return requested output(s) "
+                + ", ".join(f"'{n}'" for n in missing)
+            )
+    else:
+        names = [n for n in signature.outputs if n in produced]
+    outputs = []
+    for name in names:
+        tensor = produced[name]
+        spec = signature.outputs.get(name)
+        if spec is not None:
+            if tensor.datatype != spec.datatype:
+                raise EdgeboxError(
+                    f"{where}, output '{name}': the model returned {tensor.datatype}, "
+                    f"the config says {spec.datatype}"
+                )
+            if not spec.accepts(tensor.data.shape):
+                raise EdgeboxError(
+                    f"{where}, output '{name}': the model returned shape "
+                    f"{list(tensor.data.shape)}, the config says {list(spec.shape)}"
+                )
+        outputs.append(tensor)
+    response.outputs = outputs
+    response.id = request.id
+    return response

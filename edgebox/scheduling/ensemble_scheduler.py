@@ -1,0 +1,136 @@
+"""Runs an ensemble's steps as a data-flow graph.
+
+A step starts as soon as every tensor it reads exists. The first ready step runs
+on the caller's thread; further ready steps (independent branches) run on a
+shared bounded pool meanwhile. Intermediate tensors stay numpy arrays passed by
+reference: nothing is serialized between steps. Each step goes through the same
+``infer`` function as a client request, so it is validated, counted in the
+composing model's statistics, and holds that model's version while it runs
+(hot reload drains it like any other request).
+Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/ensemble_models.md
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import time
+
+from edgebox.backends.base import InferFunction
+from edgebox.errors import EdgeboxError
+from edgebox.scheduling.direct import finish_response
+from edgebox.scheduling.statistics import ModelStatistics
+from edgebox.signature import ModelSignature
+from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor
+
+_BRANCH_POOL = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="ensemble-branch")
+"""Threads for parallel branches only; a waiting ensemble takes back any branch
+not yet started and runs it itself, so nested ensembles cannot starve the pool."""
+
+
+class _Step:
+    __slots__ = ("index", "inputs", "model_name", "model_version", "outputs")
+
+    def __init__(self, index: int, step) -> None:
+        self.index = index
+        self.model_name = step.model_name
+        self.model_version = str(step.model_version) if step.model_version >= 0 else ""
+        self.inputs = dict(step.input_map)
+        self.outputs = dict(step.output_map)
+
+
+class EnsembleScheduler:
+    def __init__(self, config, signature: ModelSignature, infer: InferFunction, where: str) -> None:
+        self.statistics = ModelStatistics()
+        self._name = config.name
+        self._signature = signature
+        self._infer = infer
+        self._where = where
+        self._steps = [_Step(i, s) for i, s in enumerate(config.ensemble_scheduling.step)]
+
+    @property
+    def composing_models(self) -> list[tuple[str, str]]:
+        return [(s.model_name, s.model_version) for s in self._steps]
+
+    def infer(self, request: InferRequest) -> InferResponse:
+        start = time.perf_counter_ns()
+        try:
+            tensors = self._run_graph(request)
+            outputs = [
+                Tensor(name, tensors[name].datatype, tensors[name].data)
+                for name in self._signature.outputs
+                if name in tensors
+            ]
+            response = InferResponse(request.model_name, "", outputs)
+            response = finish_response(response, request, self._signature, self._where)
+        except EdgeboxError:
+            self.statistics.record_request(False, time.perf_counter_ns() - start)
+            raise
+        elapsed = time.perf_counter_ns() - start
+        batch = (
+            request.inputs[0].data.shape[0]
+            if self._signature.max_batch_size and request.inputs
+            else 1
+        )
+        self.statistics.record_execution(batch, 1, 0, elapsed, 0)
+        self.statistics.record_request(True, elapsed)
+        return response
+
+    def close(self) -> None:
+        pass
+
+    def _run_graph(self, request: InferRequest) -> dict[str, Tensor]:
+        tensors: dict[str, Tensor] = {t.name: t for t in request.inputs}
+        pending = list(self._steps)
+        running: dict[cf.Future, _Step] = {}
+        while pending or running:
+            ready = [s for s in pending if all(t in tensors for t in s.inputs.values())]
+            for step in ready:
+                pending.remove(step)
+            if not ready and not running:
+                names = ", ".join(f"'{s.model_name}'" for s in pending)
+                raise EdgeboxError(f"{self._where}: steps {names} can never run: inputs missing")
+            for step in ready[1:]:
+                running[_BRANCH_POOL.submit(self._run_step, step, tensors, request)] = step
+            if ready:
+                tensors.update(self._run_step(ready[0], tensors, request))
+            else:
+                self._wait_for_branch(running, tensors, request)
+            for future in [f for f in running if f.done()]:
+                running.pop(future)
+                tensors.update(future.result())
+        return tensors
+
+    def _wait_for_branch(self, running: dict, tensors: dict, request: InferRequest) -> None:
+        for future, step in list(running.items()):
+            if future.cancel():
+                running.pop(future)
+                tensors.update(self._run_step(step, tensors, request))
+                return
+        cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
+
+    def _run_step(
+        self, step: _Step, tensors: dict[str, Tensor], request: InferRequest
+    ) -> dict[str, Tensor]:
+        step_request = InferRequest(
+            model_name=step.model_name,
+            model_version=step.model_version,
+            id=request.id,
+            inputs=[
+                Tensor(model_input, tensors[name].datatype, tensors[name].data)
+                for model_input, name in step.inputs.items()
+            ],
+            outputs=[RequestedOutput(model_output) for model_output in step.outputs],
+            parameters=request.parameters,
+        )
+        try:
+            response = self._infer(step_request)
+        except EdgeboxError as exc:
+            raise EdgeboxError(
+                f"{self._where}, step '{step.model_name}': {exc.message}", exc.code
+            ) from None
+        produced = {}
+        for tensor in response.outputs:
+            name = step.outputs.get(tensor.name)
+            if name is not None:
+                produced[name] = Tensor(name, tensor.datatype, tensor.data)
+        return produced

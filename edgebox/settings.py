@@ -1,0 +1,178 @@
+"""The daemon's settings, read once at startup and passed down explicitly.
+
+Layers, later ones winning: defaults -> the YAML file (``/etc/edgebox/edgebox.yaml``,
+or ``--config FILE``) -> ``EDGEBOX_<NAME>`` environment variables -> command-line
+flags. A bad value or an unknown key stops startup with the setting's name and
+where it came from; nothing falls back silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from edgebox.errors import EdgeboxError
+
+DEFAULT_CONFIG_FILE = Path("/etc/edgebox/edgebox.yaml")
+CONTROL_MODES = ("none", "poll", "explicit")
+
+
+class SettingsError(EdgeboxError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    model_repository: Path = Path("/var/lib/edgebox/models")
+    """The Triton-style model repository to serve."""
+    model_control_mode: str = "none"
+    """``none``: load everything at start; ``poll``: also follow changes on disk;
+    ``explicit``: load only ``load_model`` and what the repository API asks for."""
+    repository_poll_secs: float = 2.0
+    """Seconds between repository scans in poll mode."""
+    load_model: tuple[str, ...] = ()
+    """Models to load at start in explicit mode; ``*`` means all."""
+    host: str = "0.0.0.0"
+    """Address the HTTP service binds."""
+    http_port: int = 8000
+    """HTTP port (KServe v2); 0 picks a free port and logs it."""
+    http_max_connections: int = 64
+    """Open HTTP connections served at once; one more gets a 503."""
+    max_request_bytes: int = 64 * 1024 * 1024
+    """Largest request body accepted; larger ones are refused before being read."""
+    strict_readiness: bool = False
+    """Report ready only while every model has a ready version (Triton's default
+    is true; an appliance with one broken model should still take traffic)."""
+    exit_timeout_secs: float = 30.0
+    """How long shutdown waits for in-flight requests."""
+    log_verbose: int = 0
+    """0 logs state changes and problems; 1 adds debug detail."""
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return dict(getattr(self, "_sources", {}))
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+
+
+def load_settings(
+    flags: Mapping[str, Any],
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Build Settings from the layers; ``flags`` holds only flags the user gave."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    environ = os.environ if environ is None else environ
+
+    path = config_file or DEFAULT_CONFIG_FILE
+    if config_file is not None or path.exists():
+        for key, value in _read_yaml(path).items():
+            values[key] = _coerce(key, value, str(path))
+            sources[key] = str(path)
+    for env_name, text in environ.items():
+        if not env_name.startswith("EDGEBOX_"):
+            continue
+        key = env_name.removeprefix("EDGEBOX_").lower()
+        if key not in _FIELDS:
+            raise SettingsError(_unknown(key, env_name))
+        values[key] = _coerce(key, text, env_name)
+        sources[key] = env_name
+    for key, value in flags.items():
+        flag = "--" + key.replace("_", "-")
+        values[key] = _coerce(key, value, flag)
+        sources[key] = flag
+
+    settings = Settings(**values)
+    object.__setattr__(settings, "_sources", sources)
+    _validate(settings, sources)
+    return settings
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SettingsError(f"cannot read configuration file '{path}': {exc.strerror}") from None
+    try:
+        document = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise SettingsError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(document, dict):
+        raise SettingsError(f"{path}: the top level must be a mapping of setting: value")
+    for key in document:
+        if key not in _FIELDS:
+            raise SettingsError(f"{path}: {_unknown(str(key), str(key))}")
+    return document
+
+
+def _unknown(key: str, shown: str) -> str:
+    guess = difflib.get_close_matches(key.replace("-", "_"), list(_FIELDS), n=1)
+    hint = f"; did you mean '{guess[0]}'?" if guess else ""
+    return f"unknown setting '{shown}'{hint}"
+
+
+def _coerce(key: str, value: Any, source: str) -> Any:
+    kind = _FIELDS[key].type
+    try:
+        if kind == "Path":
+            return Path(str(value))
+        if kind == "int":
+            if isinstance(value, bool):
+                raise ValueError(value)
+            return int(value)
+        if kind == "float":
+            if isinstance(value, bool):
+                raise ValueError(value)
+            return float(value)
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if kind == "tuple[str, ...]":
+            if isinstance(value, str):
+                return tuple(v.strip() for v in value.split(",") if v.strip())
+            return tuple(str(v) for v in value)
+        return str(value)
+    except (TypeError, ValueError):
+        raise SettingsError(
+            f"setting '{key}' from {source}: expected {kind.replace('tuple[str, ...]', 'a list')}, "
+            f"got {value!r}"
+        ) from None
+
+
+def _validate(settings: Settings, sources: dict[str, str]) -> None:
+    def fail(key: str, message: str) -> SettingsError:
+        return SettingsError(f"setting '{key}' ({sources.get(key, 'default')}): {message}")
+
+    if settings.model_control_mode not in CONTROL_MODES:
+        raise fail(
+            "model_control_mode",
+            f"must be one of {', '.join(CONTROL_MODES)}, got '{settings.model_control_mode}'",
+        )
+    if settings.repository_poll_secs <= 0:
+        raise fail("repository_poll_secs", f"must be > 0, got {settings.repository_poll_secs}")
+    if not 0 <= settings.http_port <= 65535:
+        raise fail("http_port", f"must be 0..65535, got {settings.http_port}")
+    if settings.http_max_connections < 1:
+        raise fail("http_max_connections", "must be >= 1")
+    if settings.max_request_bytes < 1:
+        raise fail("max_request_bytes", "must be >= 1")
+    if settings.exit_timeout_secs < 0:
+        raise fail("exit_timeout_secs", "must be >= 0")
+    if settings.load_model and settings.model_control_mode != "explicit":
+        raise fail("load_model", "only applies with model_control_mode explicit")
