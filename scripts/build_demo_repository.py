@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.onnx_builders import build_add_sub  # noqa: E402
+from scripts.onnx_builders import build_add_sub
 
 
 def main(argv: list[str]) -> int:

@@ -191,16 +191,28 @@ class LifecycleManager:
             previous = self._registry.publish(served)
             if previous is not None:
                 self._retire(previous, "replaced by a reload")
-        self._retire_versions(
-            name, keep=set(wanted), reason="unloaded (not selected by version_policy)"
-        )
+        if failures:
+            # A bad new version never takes down a good one: what served before
+            # keeps serving until every version the policy wants has loaded.
+            for version in self._registry.served_versions(name):
+                if version not in wanted:
+                    self._registry.set_status(
+                        name,
+                        version,
+                        ModelState.READY,
+                        "still serving: a version selected by version_policy failed to load",
+                    )
+        else:
+            self._retire_versions(
+                name, keep=set(wanted), reason="unloaded (not selected by version_policy)"
+            )
         for version in self._registry.statuses(name):
             if version is not None and version not in wanted and version not in available:
                 self._registry.clear_status(name, version)
-        if not self._registry.served_versions(name):
-            raise Unavailable(
-                f"model '{name}' has no ready version: {failures[0] if failures else 'unknown'}"
-            )
+        if failures:
+            still = sorted(self._registry.served_versions(name))
+            serving = f" (still serving version(s) {still})" if still else ""
+            raise Unavailable(f"model '{name}': {failures[0]}{serving}")
 
     def _load_version(self, name: str, version: int, config: ModelConfig) -> ServedModel:
         """Build a fully loaded version, or raise with the reason recorded."""

@@ -174,6 +174,7 @@ class _Message:
         "chunks",
         "expect_continue",
         "headers",
+        "keep_alive",
         "method",
         "received",
         "url",
@@ -188,6 +189,7 @@ class _Message:
         self.received = 0
         self.chunks: bytearray | None = None
         self.expect_continue = False
+        self.keep_alive = True
 
 
 class _Connection:
@@ -201,7 +203,6 @@ class _Connection:
         self._completed: collections.deque[_Message] = collections.deque()
         self._current: _Message | None = None
         self._refusal: HttpResponse | None = None
-        self._keep_alive = True
 
     def shutdown(self) -> None:
         try:
@@ -263,9 +264,12 @@ class _Connection:
                 )
 
     def on_message_complete(self) -> None:
-        self._keep_alive = self._parser.should_keep_alive()
-        self._completed.append(self._current)
-        self._current = None
+        message, self._current = self._current, None
+        if self._refusal is not None:
+            # Refused (or after a refused one): answered by the refusal alone.
+            return
+        message.keep_alive = self._parser.should_keep_alive()
+        self._completed.append(message)
 
     # serving ---------------------------------------------------------------
 
@@ -298,9 +302,8 @@ class _Connection:
         chunk = bytearray(_READ_CHUNK)
         view = memoryview(chunk)
         while True:
-            while self._completed:
-                if not self._respond(self._completed.popleft()):
-                    return
+            if not self._respond_completed():
+                return
             if self._refusal is not None:
                 self._send(self._refusal, keep_alive=False)
                 return
@@ -313,11 +316,13 @@ class _Connection:
                 if not self._read_rest_of_body(message):
                     return
                 self._current = None
-                self._keep_alive = self._parser.should_keep_alive()
+                message.keep_alive = self._parser.should_keep_alive()
                 self._parser = httptools.HttpRequestParser(self)
                 if not self._respond(message):
                     return
                 continue
+            if message is not None and message.chunks is not None and not message.chunks:
+                self._continue(message)
             self.idle = message is None
             if self.idle and self.server.stopping:
                 return
@@ -347,15 +352,33 @@ class _Connection:
                 )
                 return
             except httptools.HttpParserError as exc:
+                # Requests completed before the bad bytes are answered first; after
+                # one that asked to close, whatever follows is ignored, not an error.
+                if not self._respond_completed():
+                    return
                 self._send(
                     json_error_response(HTTPStatus.BAD_REQUEST, f"malformed HTTP request: {exc}"),
                     keep_alive=False,
                 )
                 return
 
-    def _read_rest_of_body(self, message: _Message) -> bool:
-        if message.expect_continue and message.received == 0:
+    def _respond_completed(self) -> bool:
+        """Answer the requests parsed so far, in order; False when the
+        connection must close."""
+        while self._completed:
+            if not self._respond(self._completed.popleft()):
+                return False
+        return True
+
+    def _continue(self, message: _Message) -> None:
+        """``100 Continue``, once, to a client that waits for it before the body."""
+        if message.expect_continue:
+            message.expect_continue = False
             self.sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def _read_rest_of_body(self, message: _Message) -> bool:
+        if message.received == 0:
+            self._continue(message)
         self.sock.settimeout(self.server.read_timeout_s)
         body = message.body
         while message.received < message.body_size:
@@ -374,7 +397,6 @@ class _Connection:
 
     def _respond(self, message: _Message) -> bool:
         """Run the handler and answer; False when the connection must close."""
-        keep_alive = self._keep_alive and not self.server.stopping
         url = httptools.parse_url(message.url)
         if message.body is not None:
             body = message.body
@@ -396,14 +418,16 @@ class _Connection:
             response = json_error_response(
                 HTTPStatus.INTERNAL_SERVER_ERROR, "internal server error"
             )
-        if request.method == "HEAD":
-            response.body = []
-        self._send(response, keep_alive)
+        # Read after the handler: a stop() that came meanwhile closes this connection.
+        keep_alive = message.keep_alive and not self.server.stopping
+        self._send(response, keep_alive, head_only=request.method == "HEAD")
         return keep_alive
 
-    def _send(self, response: HttpResponse, keep_alive: bool) -> None:
+    def _send(self, response: HttpResponse, keep_alive: bool, head_only: bool = False) -> None:
+        """Send ``response``; for HEAD, its headers only, with the length a GET would get."""
         length = sum(_nbytes(b) for b in response.body)
-        _send_buffers(self.sock, [_head(response, length, keep_alive), *response.body])
+        head = _head(response, length, keep_alive)
+        _send_buffers(self.sock, [head] if head_only else [head, *response.body])
 
 
 def _nbytes(buffer) -> int:

@@ -215,7 +215,7 @@ def _resolve_platform(config: ModelConfig, model_dir: Path) -> None:
 def _backend_from_files(model_dir: Path) -> str | None:
     try:
         versions = sorted(
-            (p for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()),
+            (p for p in model_dir.iterdir() if p.is_dir() and _is_version_name(p.name)),
             key=lambda p: int(p.name),
             reverse=True,
         )
@@ -226,6 +226,12 @@ def _backend_from_files(model_dir: Path) -> str | None:
             if (version_dir / filename).exists():
                 return backend
     return None
+
+
+def _is_version_name(name: str) -> bool:
+    """layout.py's rule (which imports this module): a positive integer in ASCII
+    digits without a leading zero."""
+    return name.isascii() and name.isdigit() and not name.startswith("0")
 
 
 def _parse_error_text(exc: text_format.ParseError) -> str:

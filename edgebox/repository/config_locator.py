@@ -48,6 +48,10 @@ def _walk_message(tok, descriptor: Descriptor, prefix: str, positions, closing: 
         if closing is not None and token == closing:
             tok.NextToken()
             return
+        if token in (",", ";"):
+            # text format allows either after any field: { name: "a", dims: [ 4 ] }
+            tok.NextToken()
+            continue
         name = token
         position = (tok._line + 1, tok._column + 1)
         tok.NextToken()

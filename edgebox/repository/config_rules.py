@@ -66,7 +66,7 @@ def _check_tensors(tensors, kind: str, max_batch_size: int) -> Iterator[Problem]
             yield where, f"{label}: data_type is not set"
         if not tensor.dims:
             yield (
-                where,
+                f"{where}.dims",
                 (
                     f"{label}: dims must list at least one dimension "
                     "(for a scalar use dims: [ 1 ] with reshape: { shape: [ ] })"
@@ -100,7 +100,10 @@ def _check_tensors(tensors, kind: str, max_batch_size: int) -> Iterator[Problem]
 def _check_version_policy(policy) -> Iterator[Problem]:
     choice = policy.WhichOneof("policy_choice")
     if choice == "latest" and policy.latest.num_versions < 1:
-        yield "version_policy.latest", "version_policy latest: num_versions must be >= 1"
+        yield (
+            "version_policy.latest.num_versions",
+            "version_policy latest: num_versions must be >= 1",
+        )
     if choice == "specific":
         if not policy.specific.versions:
             yield "version_policy.specific", "version_policy specific: list at least one version"
@@ -123,7 +126,6 @@ def _check_ensemble(config) -> list[Problem]:
         problems.append(("platform", "ensemble needs ensemble_scheduling with at least one step"))
         return problems
     ensemble_inputs = {t.name for t in config.input}
-    ensemble_outputs = {t.name for t in config.output}
     producer: dict[str, int] = {}
     for index, step in enumerate(steps):
         where = f"ensemble_scheduling.step[{index}]"
@@ -160,15 +162,24 @@ def _check_ensemble(config) -> list[Problem]:
             if tensor not in ensemble_inputs and tensor not in producer:
                 problems.append(
                     (
-                        f"ensemble_scheduling.step[{index}]",
+                        f"ensemble_scheduling.step[{index}].input_map",
                         f"ensemble step '{step.model_name}' input '{model_input}' reads "
                         f"'{tensor}', which is neither an ensemble input nor any step's output",
                     )
                 )
-    for name in sorted(ensemble_outputs - set(producer)):
-        problems.append(("output", f"ensemble output '{name}' is not written by any step"))
-    for name in sorted(ensemble_inputs - consumed):
-        problems.append(("input", f"ensemble input '{name}' is not read by any step"))
+    for index, tensor in enumerate(config.output):
+        if tensor.name not in producer:
+            problems.append(
+                (
+                    f"output[{index}].name",
+                    f"ensemble output '{tensor.name}' is not written by any step",
+                )
+            )
+    for index, tensor in enumerate(config.input):
+        if tensor.name not in consumed:
+            problems.append(
+                (f"input[{index}].name", f"ensemble input '{tensor.name}' is not read by any step")
+            )
     cycle = _find_cycle(steps, producer)
     if cycle:
         names = " -> ".join(f"'{steps[i].model_name}'" for i in cycle)

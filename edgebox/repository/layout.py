@@ -51,7 +51,8 @@ def is_ignored(name: str) -> bool:
 
 
 def version_number(name: str) -> int | None:
-    if name.isdigit() and not name.startswith("0"):
+    # str.isdigit() also accepts '²' (int() raises) and '١' (int() reads 1).
+    if name.isascii() and name.isdigit() and not name.startswith("0"):
         return int(name)
     return None
 
@@ -111,7 +112,8 @@ def _fingerprint(folder: Path) -> Fingerprint:
     prints: list[tuple[str, int, int, int]] = []
     try:
         own = os.stat(folder)
-        prints.append((".", 0, own.st_mtime_ns, own.st_ctime_ns))
+        # The folder's own ctime is left out: renaming the folder into place changes it.
+        prints.append((".", 0, own.st_mtime_ns, own.st_mtime_ns))
     except OSError:
         return ()
     for dirpath, dirnames, filenames in os.walk(folder):

@@ -1,11 +1,12 @@
 """Poll mode: every ``poll_interval_s`` the repository is scanned and what
 changed is handed to the lifecycle manager.
 
-A model is (re)loaded when its config or one of its settled version folders
-changed; folders still being copied are left out until they settle (see
-``settle.py``). A failed load is not retried until its files change again, and
-never stops the poller from applying other changes (Triton's POLL mode can get
-stuck after one bad load; this one cannot).
+A model is (re)loaded when its config or its version folders changed, and only
+once every one of its version folders has settled (see ``settle.py``): while a
+copy is in progress the model keeps serving exactly what it served. A failed
+load is not retried until its files change again, and never stops the poller
+from applying other changes (Triton's POLL mode can get stuck after one bad
+load; this one cannot).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from edgebox.errors import EdgeboxError
@@ -32,6 +32,7 @@ class RepositoryPoller:
         self._interval_s = poll_interval_s
         self._settle = SettleTracker()
         self._applied: dict[str, tuple] = {}
+        self._waiting: dict[str, list[int]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="repository-poller", daemon=True)
 
@@ -39,8 +40,10 @@ class RepositoryPoller:
         """Remember the repository as loaded at startup, so the first poll only
         acts on what changes afterwards."""
         snapshot = self._scan()
+        folders = [v for m in snapshot.models.values() for v in m.versions.values()]
+        self._settle.prime(folders, self._poll_started_ns)
         for name, folder in snapshot.models.items():
-            self._applied[name] = _key(folder, set(folder.versions))
+            self._applied[name] = _key(folder)
 
     def start(self) -> None:
         self._thread.start()
@@ -62,17 +65,19 @@ class RepositoryPoller:
             except EdgeboxError as exc:
                 log.warning("model '%s': unloading failed: %s", name, exc)
         for name, folder in snapshot.models.items():
-            ready = {n for n, v in folder.versions.items() if v.path in settled}
-            key = _key(folder, ready)
+            key = _key(folder)
             if self._applied.get(name) == key:
                 continue
-            waiting = sorted(set(folder.versions) - ready)
+            waiting = sorted(n for n, v in folder.versions.items() if v.path not in settled)
             if waiting:
-                log.info("model '%s': version(s) %s still changing; waiting", name, waiting)
+                if self._waiting.get(name) != waiting:
+                    log.info("model '%s': version(s) %s still changing; waiting", name, waiting)
+                self._waiting[name] = waiting
+                continue
+            self._waiting.pop(name, None)
             self._applied[name] = key
-            visible = replace(folder, versions={n: folder.versions[n] for n in sorted(ready)})
             try:
-                self._manager.load_model(name, folder=visible)
+                self._manager.load_model(name, folder=folder)
             except EdgeboxError as exc:
                 log.warning("model '%s': %s", name, exc)
 
@@ -88,8 +93,6 @@ class RepositoryPoller:
                 log.exception("repository poll failed; will poll again")
 
 
-def _key(folder: ModelFolder, ready: set[int]) -> tuple:
-    return (
-        folder.config_fingerprint,
-        tuple((n, folder.versions[n].fingerprint) for n in sorted(ready)),
-    )
+def _key(folder: ModelFolder) -> tuple:
+    versions = tuple((n, v.fingerprint) for n, v in sorted(folder.versions.items()))
+    return folder.config_fingerprint, versions

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import pytest
+from daemon_process import DaemonProcess
+
+
+@pytest.fixture
+def start_daemon(tmp_path):
+    """Start the real daemon on a repository; every daemon started is stopped
+    at teardown and must exit with status 0."""
+    started: list[DaemonProcess] = []
+
+    def start(
+        repository, *args: str, wait_ready: bool = True, env: dict | None = None
+    ) -> DaemonProcess:
+        log_path = tmp_path / f"daemon-{len(started)}.log"
+        daemon = DaemonProcess(repository, log_path, list(args), env)
+        started.append(daemon)
+        return daemon.start(wait_ready=wait_ready)
+
+    yield start
+    for daemon in started:
+        code = daemon.stop()
+        assert code == 0, f"daemon exited with {code}:\n{daemon.log()}"

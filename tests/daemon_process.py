@@ -1,0 +1,118 @@
+"""Runs the real daemon (``python -m edgebox serve``) as a child process on
+127.0.0.1 for end-to-end tests: binds port 0, reads the bound port from the log,
+waits on ``/v2/health/ready`` against a deadline, and stops with SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+_LISTENING = re.compile(r"HTTP service listening on [^\s:]+:(\d+)")
+
+
+def wait_for(
+    predicate: Callable[[], object],
+    timeout_s: float = 20.0,
+    interval_s: float = 0.05,
+    what: str = "condition",
+):
+    """Poll ``predicate`` until it returns something truthy, or fail at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(interval_s)
+
+
+class DaemonProcess:
+    def __init__(self, repository: Path, log_path: Path, args: list[str], env: dict | None = None):
+        self.repository = repository
+        self.log_path = log_path
+        self.args = args
+        self.env = env
+        self.process: subprocess.Popen | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, wait_ready: bool = True) -> DaemonProcess:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **(self.env or {})}
+        env = {k: v for k, v in env.items() if not k.startswith("EDGEBOX_")} | (self.env or {})
+        command = [
+            sys.executable,
+            "-m",
+            "edgebox",
+            "serve",
+            "--model-repository",
+            str(self.repository),
+            "--host",
+            "127.0.0.1",
+            "--http-port",
+            "0",
+            "--config",
+            str(self._empty_config()),
+            *self.args,
+        ]
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            command, stdout=self._log, stderr=subprocess.STDOUT, env=env
+        )
+        self.port = int(
+            wait_for(self._bound_port, 30, what=f"the daemon to listen ({self.log_path})")
+        )
+        if wait_ready:
+            wait_for(self.is_ready, 60, what="/v2/health/ready")
+        return self
+
+    def _empty_config(self) -> Path:
+        path = self.log_path.with_suffix(".yaml")
+        path.write_text("{}\n")
+        return path
+
+    def _bound_port(self) -> int | None:
+        if self.process.poll() is not None:
+            raise AssertionError(f"daemon exited with {self.process.returncode}:\n{self.log()}")
+        match = _LISTENING.search(self.log())
+        return int(match.group(1)) if match else None
+
+    def is_ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"daemon exited with {self.process.returncode}:\n{self.log()}")
+        try:
+            with urllib.request.urlopen(f"http://{self.url}/v2/health/ready", timeout=2) as reply:
+                return reply.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM, then the exit code (the caller asserts it)."""
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+                raise AssertionError(
+                    f"daemon ignored SIGTERM for {timeout_s}s:\n{self.log()}"
+                ) from None
+        self._log.close()
+        return self.process.returncode

@@ -1,0 +1,1 @@
+"""Test doubles; each says what it fakes in its name."""

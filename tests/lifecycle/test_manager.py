@@ -1,0 +1,236 @@
+"""The lifecycle manager with real backends: load before swap, drain before
+close, a bad version never takes down a good one."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from daemon_process import wait_for
+from edgebox.backends import BackendCatalog
+from edgebox.dataplane import DataPlane
+from edgebox.errors import EdgeboxError, Unavailable
+from edgebox.events import EventBus, ModelStateChanged
+from edgebox.lifecycle.manager import LifecycleManager
+from edgebox.lifecycle.registry import ModelRegistry
+from edgebox.lifecycle.states import ModelState
+from edgebox.tensors import InferRequest, Tensor
+from fakes import blocking_gate
+from model_fixtures import add_add_sub, write_model
+
+ECHO_CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: 0
+input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+"""
+
+GATED_ECHO = """
+import triton_python_backend_utils as pb_utils
+from fakes import blocking_gate
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.version = args["model_version"]
+
+    def execute(self, requests):
+        blocking_gate.entered.set()
+        assert blocking_gate.release.wait(10), "test never released the gate"
+        x = pb_utils.get_input_tensor_by_name(requests[0], "X").as_numpy()
+        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("Y", x)])]
+
+    def finalize(self):
+        blocking_gate.finalized.append(self.version)
+"""
+
+ECHO = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            out.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("Y", x * 2)]))
+        return out
+"""
+
+
+class Stack:
+    def __init__(self, repository):
+        self.bus = EventBus()
+        self.events = self.bus.subscribe(ModelStateChanged)
+        self.registry = ModelRegistry(self.bus)
+        self.manager = LifecycleManager(
+            repository, self.registry, BackendCatalog(), infer=lambda r: self.dataplane.infer(r)
+        )
+        self.dataplane = DataPlane(self.registry, self.manager, control_mode="explicit")
+
+    def infer(self, model: str, version: str = "", input_name: str = "X"):
+        data = np.array([1.0, 2.0], dtype=np.float32)
+        request = InferRequest(model, [Tensor(input_name, "FP32", data)], model_version=version)
+        return self.dataplane.infer(request)
+
+
+@pytest.fixture
+def stack(tmp_path):
+    blocking_gate.reset()
+    stack = Stack(tmp_path)
+    yield stack
+    blocking_gate.release.set()
+    stack.manager.unload_all(timeout_s=10)
+
+
+def test_reload_keeps_inflight_requests(tmp_path, stack):
+    write_model(tmp_path, "gated", ECHO_CONFIG.format(name="gated"), {"1/model.py": GATED_ECHO})
+    stack.manager.load_model("gated")
+    result: dict = {}
+    worker = threading.Thread(target=lambda: result.update(response=stack.infer("gated")))
+    worker.start()
+    assert blocking_gate.entered.wait(10)
+
+    write_model(tmp_path, "gated", ECHO_CONFIG.format(name="gated"), {"2/model.py": ECHO})
+    stack.manager.load_model("gated")
+    assert stack.infer("gated").model_version == "2"
+    assert blocking_gate.finalized == [], "version 1 closed while a request was inside it"
+
+    blocking_gate.release.set()
+    worker.join(10)
+    assert result["response"].model_version == "1"
+    np.testing.assert_array_equal(result["response"].outputs[0].data, [1.0, 2.0])
+    wait_for(
+        lambda: blocking_gate.finalized == ["1"], what="version 1 to be finalized after draining"
+    )
+
+
+def test_bad_new_version_keeps_the_good_one_serving(tmp_path, stack):
+    write_model(tmp_path, "echo", ECHO_CONFIG.format(name="echo"), {"1/model.py": ECHO})
+    stack.manager.load_model("echo")
+    write_model(tmp_path, "echo", ECHO_CONFIG.format(name="echo"), {"2/model.py": "def broken(:\n"})
+    with pytest.raises(
+        Unavailable,
+        match=r"model 'echo': .*SyntaxError.*model.py line 1.*still serving version\(s\) \[1\]",
+    ):
+        stack.manager.load_model("echo")
+    assert stack.infer("echo").model_version == "1"
+    statuses = stack.registry.statuses("echo")
+    assert statuses[2].state is ModelState.UNAVAILABLE
+    assert "SyntaxError" in statuses[2].reason
+    assert statuses[1].state is ModelState.READY
+
+    write_model(tmp_path, "echo", ECHO_CONFIG.format(name="echo"), {"2/model.py": ECHO})
+    stack.manager.load_model("echo")
+    assert stack.infer("echo").model_version == "2"
+    wait_for(
+        lambda: stack.registry.statuses("echo")[1].state is ModelState.UNAVAILABLE,
+        what="v1 unloaded",
+    )
+
+
+def test_unchanged_versions_are_not_reloaded(tmp_path, stack):
+    add_add_sub(tmp_path, "add_sub")
+    stack.manager.load_model("add_sub")
+    first = stack.registry.get("add_sub")
+    stack.manager.load_model("add_sub")
+    assert stack.registry.get("add_sub") is first
+
+
+def test_config_change_reloads_load_then_swap(tmp_path, stack):
+    add_add_sub(tmp_path, "add_sub")
+    stack.manager.load_model("add_sub")
+    first = stack.registry.get("add_sub")
+    config = (
+        (tmp_path / "add_sub" / "config.pbtxt")
+        .read_text()
+        .replace("max_batch_size: 8", "max_batch_size: 4")
+    )
+    (tmp_path / "add_sub" / "config.pbtxt").write_text(config)
+    stack.manager.load_model("add_sub")
+    second = stack.registry.get("add_sub")
+    assert second is not first
+    assert second.config.max_batch_size == 4
+    states = []
+    while (event := stack.events.get(timeout=0.5)) is not None:
+        states.append((event.version, event.state))
+    reload_states = states[states.index((1, "READY")) + 1 :]
+    assert reload_states[:2] == [(1, "LOADING"), (1, "READY")]
+
+
+def test_broken_config_keeps_serving_and_reports(tmp_path, stack):
+    add_add_sub(tmp_path, "add_sub")
+    stack.manager.load_model("add_sub")
+    (tmp_path / "add_sub" / "config.pbtxt").write_text(
+        'name: "add_sub"\nplatform: "onnxruntime_onnx"\nmax_batch_size: eight\n'
+    )
+    with pytest.raises(
+        EdgeboxError,
+        match=r"config.pbtxt:3:17: 'max_batch_size: eight': Couldn't parse integer: eight",
+    ):
+        stack.manager.load_model("add_sub")
+    assert stack.registry.is_ready("add_sub")
+    assert "config.pbtxt:3:17" in stack.registry.statuses("add_sub")[None].reason
+
+
+def test_ensemble_with_missing_step_model_is_unavailable(tmp_path, stack):
+    write_model(
+        tmp_path,
+        "pipe",
+        """
+        name: "pipe"
+        platform: "ensemble"
+        max_batch_size: 0
+        input [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]
+        output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]
+        ensemble_scheduling { step [ {
+            model_name: "absent" model_version: -1
+            input_map { key: "X" value: "IN" } output_map { key: "Y" value: "OUT" } } ] }
+        """,
+        {"1/.keep": ""},
+    )
+    stack.manager.load_models()
+    reason = stack.registry.statuses("pipe")[1].reason
+    assert (
+        reason
+        == "model 'pipe' version 1: ensemble step model 'absent' is not available: unknown model 'absent'"
+    )
+
+
+def test_ensemble_dependencies_load_first_and_cycles_are_refused(tmp_path, stack):
+    write_model(
+        tmp_path,
+        "a_pipe",
+        """
+        platform: "ensemble"
+        input [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]
+        output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]
+        ensemble_scheduling { step [ { model_name: "z_echo" model_version: -1
+            input_map { key: "X" value: "IN" } output_map { key: "Y" value: "OUT" } } ] }
+        """,
+        {"1/.keep": ""},
+    )
+    write_model(tmp_path, "z_echo", ECHO_CONFIG.format(name="z_echo"), {"1/model.py": ECHO})
+    for name, other in (("loop_a", "loop_b"), ("loop_b", "loop_a")):
+        write_model(
+            tmp_path,
+            name,
+            f"""
+            platform: "ensemble"
+            input [ {{ name: "IN" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+            output [ {{ name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+            ensemble_scheduling {{ step [ {{ model_name: "{other}" model_version: -1
+                input_map {{ key: "IN" value: "IN" }} output_map {{ key: "OUT" value: "OUT" }} }} ] }}
+            """,
+            {"1/.keep": ""},
+        )
+    stack.manager.load_models()
+    response = stack.infer("a_pipe", input_name="IN")
+    np.testing.assert_array_equal(response.outputs[0].data, [2.0, 4.0])
+    assert (
+        stack.registry.statuses("loop_a")[None].reason
+        == "ensemble dependency cycle: 'loop_a' -> 'loop_b' -> 'loop_a'"
+    )

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+
+from edgebox.errors import EdgeboxError, ErrorCode, Unavailable
+from edgebox.repository.config import ModelConfig
+from edgebox.scheduling.ensemble_scheduler import EnsembleScheduler
+from edgebox.signature import ModelSignature
+from edgebox.tensors import InferRequest, InferResponse, Tensor
+
+DIAMOND = """
+name: "diamond"
+platform: "ensemble"
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]
+ensemble_scheduling { step [
+  { model_name: "left"  input_map { key: "X" value: "IN" } output_map { key: "Y" value: "l" } },
+  { model_name: "right" input_map { key: "X" value: "IN" } output_map { key: "Y" value: "r" } },
+  { model_name: "join"  input_map { key: "A" value: "l" } input_map { key: "B" value: "r" }
+                        output_map { key: "S" value: "OUT" } }
+] }
+"""
+
+
+def scheduler_for(text: str, infer) -> EnsembleScheduler:
+    config = text_format.Parse(text, ModelConfig())
+    return EnsembleScheduler(
+        config, ModelSignature.from_config(config), infer, "model 'diamond' version 1"
+    )
+
+
+class FakeBranchModels:
+    """Stands in for the dataplane: 'left' and 'right' meet at a barrier, so the
+    ensemble only completes if it runs them at the same time."""
+
+    def __init__(self) -> None:
+        self.barrier = threading.Barrier(2, timeout=5)
+        self.threads: dict[str, str] = {}
+
+    def __call__(self, request: InferRequest) -> InferResponse:
+        self.threads[request.model_name] = threading.current_thread().name
+        if request.model_name in ("left", "right"):
+            self.barrier.wait()
+            x = request.input("X").data
+            y = x + 1 if request.model_name == "left" else x * 10
+            return InferResponse(request.model_name, "1", [Tensor("Y", "FP32", y)])
+        total = request.input("A").data + request.input("B").data
+        return InferResponse("join", "1", [Tensor("S", "FP32", total)])
+
+
+def request_in(data) -> InferRequest:
+    return InferRequest("diamond", [Tensor("IN", "FP32", np.asarray(data, dtype=np.float32))])
+
+
+def test_independent_branches_run_concurrently():
+    models = FakeBranchModels()
+    response = scheduler_for(DIAMOND, models).infer(request_in([1, 2]))
+    np.testing.assert_array_equal(response.outputs[0].data, [12, 23])
+    assert models.threads["left"] != models.threads["right"]
+
+
+def test_intermediate_tensors_are_passed_by_reference():
+    seen = []
+
+    def infer(request):
+        seen.append(request.inputs[0].data)
+        if request.model_name == "join":
+            return InferResponse("join", "1", [Tensor("S", "FP32", request.input("A").data)])
+        return InferResponse(
+            request.model_name, "1", [Tensor("Y", "FP32", request.input("X").data)]
+        )
+
+    incoming = request_in([3, 4])
+    scheduler_for(DIAMOND, infer).infer(incoming)
+    assert all(array is incoming.inputs[0].data for array in seen)
+
+
+def test_step_failure_names_the_step_and_keeps_its_code():
+    def infer(request):
+        if request.model_name == "right":
+            raise Unavailable("model 'right' has no ready version")
+        return InferResponse(
+            request.model_name, "1", [Tensor("Y", "FP32", request.input("X").data)]
+        )
+
+    with pytest.raises(EdgeboxError) as error:
+        scheduler_for(DIAMOND, infer).infer(request_in([1, 1]))
+    assert error.value.code is ErrorCode.UNAVAILABLE
+    assert (
+        str(error.value)
+        == "model 'diamond' version 1, step 'right': model 'right' has no ready version"
+    )
+
+
+def test_statistics_count_success_and_failure():
+    scheduler = scheduler_for(DIAMOND, FakeBranchModels())
+    scheduler.infer(request_in([0, 0]))
+    stats = scheduler.statistics.as_dict("diamond", "1")
+    assert stats["inference_stats"]["success"]["count"] == 1
+    assert stats["inference_stats"]["fail"]["count"] == 0
