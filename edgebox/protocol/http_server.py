@@ -14,7 +14,8 @@ output arrays.
 Limits keep it safe on an appliance: at most ``max_connections`` connections
 (the next one gets a 503), bodies over ``max_request_bytes`` refused before they
 are read (413), idle keep-alive connections closed after ``idle_timeout_s``, a
-request that stalls mid-way dropped after ``read_timeout_s``.
+request whose headers take longer than ``read_timeout_s``, or whose body stalls
+for that long, answered 408 and dropped.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import collections
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -174,6 +176,7 @@ class _Message:
         "chunks",
         "expect_continue",
         "headers",
+        "headers_deadline",
         "keep_alive",
         "method",
         "received",
@@ -190,6 +193,7 @@ class _Message:
         self.chunks: bytearray | None = None
         self.expect_continue = False
         self.keep_alive = True
+        self.headers_deadline = 0.0
 
 
 class _Connection:
@@ -214,6 +218,7 @@ class _Connection:
 
     def on_message_begin(self) -> None:
         self._current = _Message()
+        self._current.headers_deadline = time.monotonic() + self.server.read_timeout_s
 
     def on_url(self, url: bytes) -> None:
         self._current.url += url
@@ -326,9 +331,7 @@ class _Connection:
             self.idle = message is None
             if self.idle and self.server.stopping:
                 return
-            self.sock.settimeout(
-                self.server.idle_timeout_s if self.idle else self.server.read_timeout_s
-            )
+            self.sock.settimeout(self._read_timeout(message))
             try:
                 count = self.sock.recv_into(view)
             except TimeoutError:
@@ -361,6 +364,17 @@ class _Connection:
                     keep_alive=False,
                 )
                 return
+
+    def _read_timeout(self, message: _Message | None) -> float:
+        """Idle connections wait ``idle_timeout_s``; a request's headers must all
+        arrive within ``read_timeout_s`` of its first byte (a client trickling
+        header bytes cannot hold a connection), and each body read gets
+        ``read_timeout_s`` (a large upload over a slow link is not cut off)."""
+        if message is None:
+            return self.server.idle_timeout_s
+        if not message.method:
+            return max(0.001, message.headers_deadline - time.monotonic())
+        return self.server.read_timeout_s
 
     def _respond_completed(self) -> bool:
         """Answer the requests parsed so far, in order; False when the

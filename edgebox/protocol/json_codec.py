@@ -32,6 +32,8 @@ def decode_tensor(where: str, datatype: str, shape: list[int], data) -> np.ndarr
             array[index] = item.encode("utf-8")
         return array.reshape(shape)
     dtype = np.dtype(np.float32) if datatype == "BF16" else numpy_dtype(datatype)
+    if dtype.kind in "biu":
+        _check_integral(where, datatype, data)
     try:
         array = np.asarray(data, dtype=dtype)
     except (ValueError, TypeError, OverflowError) as exc:
@@ -65,6 +67,18 @@ def encode_tensor(where: str, tensor: Tensor) -> list:
     if tensor.datatype == "BF16":
         data = (data.astype(np.uint32) << 16).view(np.float32)
     return data.ravel().tolist()
+
+
+def _check_integral(where: str, datatype: str, data) -> None:
+    """numpy would turn 1.5 into 1 and "2" into 2 without a word; Triton refuses them."""
+    want_bool = datatype == "BOOL"
+    for item in _flatten(data):
+        if isinstance(item, bool) != want_bool or not isinstance(item, int):
+            kind = "booleans" if want_bool else "integers"
+            raise InvalidArgument(
+                f"{where}: {datatype} data must be {kind} in JSON, got {type(item).__name__} "
+                f"{item!r}"
+            )
 
 
 def _float32_to_bf16_bits(array: np.ndarray) -> np.ndarray:

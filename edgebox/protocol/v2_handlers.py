@@ -27,6 +27,9 @@ from edgebox.protocol import infer_codec, repository_ext
 from edgebox.protocol.error_map import error_response
 from edgebox.protocol.http_server import HttpRequest, HttpResponse, json_error_response
 
+_SERVER_ROUTES = frozenset(["", "health/live", "health/ready", "models/stats", "repository/index"])
+"""Paths after ``/v2/`` outside ``models/{m}``: a wrong method on them is 405, not 404."""
+
 
 class V2Handlers:
     """The HTTP handler: called on connection threads, many at once."""
@@ -65,7 +68,12 @@ class V2Handlers:
                 return repository_ext.load(self.dataplane, request, parts[3])
             if parts[4] == "unload":
                 return repository_ext.unload(self.dataplane, request, parts[3])
-        return _not_found(request)
+        known = route in _SERVER_ROUTES or (
+            len(parts) == 5
+            and parts[1:3] == ["repository", "models"]
+            and parts[4] in ("load", "unload")
+        )
+        return _wrong_method(request) if known else _not_found(request)
 
     def _model_route(
         self, request: HttpRequest, method: str, name: str, rest: list[str]

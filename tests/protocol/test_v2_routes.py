@@ -1,0 +1,634 @@
+"""V2Handlers in process, over a real DataPlane and a small repository in
+tmp_path (built the way edgebox/daemon.py builds it): routes, statuses, error
+texts, statistics shapes and the classification extension."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from model_fixtures import ADD_SUB_CONFIG, add_add_sub, write_model
+
+from edgebox.backends import BackendCatalog
+from edgebox.dataplane import DataPlane
+from edgebox.events import EventBus
+from edgebox.lifecycle.manager import LifecycleManager
+from edgebox.lifecycle.registry import ModelRegistry
+from edgebox.protocol.http_server import HttpRequest, HttpResponse
+from edgebox.protocol.infer_codec import HEADER_LENGTH
+from edgebox.protocol.v2_handlers import V2Handlers
+from scripts.onnx_builders import build_add_sub
+
+LABELS = [f"class{i}" for i in range(15)]  # 16 outputs: index 15 has no label
+
+LABELLED_CONFIG = ADD_SUB_CONFIG.replace(
+    '{{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] }}',
+    '{{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] label_filename: "labels.txt" }}',
+)
+
+UNBATCHED_CONFIG = ADD_SUB_CONFIG.replace("max_batch_size: 8", "max_batch_size: 0").replace(
+    "dims: [ 16 ]", "dims: [ 1, 16 ]"
+)
+
+
+class Server:
+    """A dataplane and its handler, built like the daemon builds them."""
+
+    def __init__(self, repository: Path, control_mode: str = "none") -> None:
+        self.registry = ModelRegistry(EventBus())
+        self.manager = LifecycleManager(
+            repository,
+            self.registry,
+            BackendCatalog(),
+            infer=lambda request: self.dataplane.infer(request),
+            gpu_ids=[],
+        )
+        self.dataplane = DataPlane(self.registry, self.manager, control_mode=control_mode)
+        self.handlers = V2Handlers(self.dataplane)
+
+    def start(self, names: list[str] | None = None) -> Server:
+        self.manager.load_models(names)
+        self.dataplane.mark_started()
+        return self
+
+    def stop(self) -> None:
+        self.dataplane.mark_stopping()
+        self.manager.unload_all(10)
+
+    def call(
+        self, method: str, path: str, body: bytes = b"", headers: dict | None = None
+    ) -> HttpResponse:
+        path, _, query = path.partition("?")
+        request = HttpRequest(
+            method=method,
+            path=path,
+            query=query,
+            headers={k.lower(): v for k, v in (headers or {}).items()},
+            body=memoryview(bytearray(body)),
+        )
+        return self.handlers(request)
+
+
+def body_of(response: HttpResponse) -> bytes:
+    return b"".join(b.tobytes() if isinstance(b, np.ndarray) else bytes(b) for b in response.body)
+
+
+def json_of(response: HttpResponse):
+    return json.loads(body_of(response))
+
+
+def error_of(response: HttpResponse) -> str:
+    assert response.content_type == "application/json"
+    document = json_of(response)
+    assert list(document) == ["error"]
+    return document["error"]
+
+
+def infer_body(batch: int = 1, outputs: list | None = None, datatype: str = "FP32") -> bytes:
+    a = np.arange(16 * batch).reshape(batch, 16)
+    document: dict = {
+        "inputs": [
+            {"name": "INPUT0", "datatype": datatype, "shape": [batch, 16], "data": a.tolist()},
+            {"name": "INPUT1", "datatype": "FP32", "shape": [batch, 16], "data": a.tolist()},
+        ]
+    }
+    if outputs is not None:
+        document["outputs"] = outputs
+    return json.dumps(document).encode()
+
+
+def build_repository(root: Path) -> Path:
+    repository = root / "repo"
+    add_add_sub(repository)
+    model_dir = write_model(
+        repository,
+        "labelled",
+        LABELLED_CONFIG.format(name="labelled"),
+        {"labels.txt": "\n".join(LABELS) + "\n"},
+    )
+    build_add_sub(model_dir / "1" / "model.onnx")
+    model_dir = write_model(repository, "unbatched", UNBATCHED_CONFIG.format(name="unbatched"))
+    build_add_sub(model_dir / "1" / "model.onnx")
+    write_model(repository, "broken", ADD_SUB_CONFIG.format(name="broken"), {"1/model.onnx": b"x"})
+    return repository
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    started = Server(build_repository(tmp_path_factory.mktemp("routes"))).start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def explicit_server(tmp_path):
+    repository = tmp_path / "repo"
+    add_add_sub(repository)
+    add_add_sub(repository, "other")
+    started = Server(repository, control_mode="explicit").start(["add_sub"])
+    yield started
+    started.stop()
+
+
+# -- routing -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/"),
+        ("GET", "/nope"),
+        ("GET", "/v1/models/add_sub"),
+        ("GET", "/v2/nope"),
+        ("GET", "/v2/models"),
+        ("GET", "/v2/health"),
+        ("GET", "/v2/models/add_sub/nope"),
+        ("GET", "/v2/models/add_sub/ready/extra"),
+        ("GET", "/v2/models/add_sub/versions/1/nope"),
+        ("POST", "/v2/repository/models/add_sub/reload"),
+    ],
+)
+def test_unknown_path_is_404(server, method, path):
+    response = server.call(method, path)
+    assert response.status == 404
+    assert error_of(response) == f"no endpoint {method} {path}"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v2/models/add_sub/infer"),
+        ("PUT", "/v2/models/add_sub/versions/1/infer"),
+        ("POST", "/v2/models/add_sub"),
+        ("POST", "/v2/models/add_sub/ready"),
+        ("DELETE", "/v2/models/add_sub/config"),
+        ("POST", "/v2"),
+        ("POST", "/v2/health/live"),
+        ("POST", "/v2/health/ready"),
+        ("POST", "/v2/models/stats"),
+        ("GET", "/v2/repository/index"),
+        ("GET", "/v2/repository/models/add_sub/load"),
+        ("GET", "/v2/repository/models/add_sub/unload"),
+    ],
+)
+def test_wrong_method_is_405(server, method, path):
+    response = server.call(method, path)
+    assert response.status == 405
+    assert error_of(response) == f"method {method} not allowed for {path}"
+
+
+def test_head_is_answered_like_get(server):
+    assert server.call("HEAD", "/v2/health/ready").status == 200
+    assert server.call("HEAD", "/v2/models/add_sub").status == 200
+    response = server.call("HEAD", "/v2/models/add_sub/infer")
+    assert response.status == 405
+    assert error_of(response) == "method HEAD not allowed for /v2/models/add_sub/infer"
+
+
+# -- health and metadata ---------------------------------------------------------------
+
+
+def test_health_endpoints(server):
+    for path in ("/v2/health/live", "/v2/health/ready"):
+        response = server.call("GET", path)
+        assert (response.status, body_of(response)) == (200, b"")
+
+
+def test_health_follows_startup_and_shutdown(tmp_path):
+    repository = tmp_path / "repo"
+    add_add_sub(repository)
+    server = Server(repository)
+    assert server.call("GET", "/v2/health/live").status == 200
+    assert server.call("GET", "/v2/health/ready").status == 503
+    server.start()
+    assert server.call("GET", "/v2/health/ready").status == 200
+    server.stop()
+    assert server.call("GET", "/v2/health/live").status == 503
+    assert server.call("GET", "/v2/health/ready").status == 503
+
+
+def test_server_metadata(server):
+    response = server.call("GET", "/v2")
+    assert response.status == 200
+    document = json_of(response)
+    assert document["name"] == "edgebox"
+    assert set(document["extensions"]) == {
+        "classification",
+        "binary_tensor_data",
+        "model_repository",
+        "model_configuration",
+        "statistics",
+    }
+
+
+def test_model_metadata_and_config(server):
+    for path in ("/v2/models/add_sub", "/v2/models/add_sub/versions/1"):
+        response = server.call("GET", path)
+        assert response.status == 200
+        assert json_of(response) == {
+            "name": "add_sub",
+            "versions": ["1"],
+            "platform": "onnxruntime_onnx",
+            "inputs": [
+                {"name": "INPUT0", "datatype": "FP32", "shape": [-1, 16]},
+                {"name": "INPUT1", "datatype": "FP32", "shape": [-1, 16]},
+            ],
+            "outputs": [
+                {"name": "OUTPUT0", "datatype": "FP32", "shape": [-1, 16]},
+                {"name": "OUTPUT1", "datatype": "FP32", "shape": [-1, 16]},
+            ],
+        }
+    config = json_of(server.call("GET", "/v2/models/add_sub/config"))
+    assert (config["name"], config["max_batch_size"]) == ("add_sub", 8)
+    assert config["output"][0]["dims"] == [16]
+
+
+def test_model_ready(server):
+    assert server.call("GET", "/v2/models/add_sub/ready").status == 200
+    assert server.call("GET", "/v2/models/add_sub/versions/1/ready").status == 200
+    assert server.call("GET", "/v2/models/add_sub/versions/9/ready").status == 503
+    assert server.call("GET", "/v2/models/broken/ready").status == 503
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v2/models/nope"),
+        ("GET", "/v2/models/nope/ready"),
+        ("GET", "/v2/models/nope/config"),
+        ("GET", "/v2/models/nope/stats"),
+        ("GET", "/v2/models/nope/versions/1"),
+        ("POST", "/v2/models/nope/infer"),
+    ],
+)
+def test_unknown_model_is_404(server, method, path):
+    response = server.call(method, path, infer_body() if method == "POST" else b"")
+    assert response.status == 404
+    assert error_of(response) == "unknown model 'nope'"
+
+
+def test_unknown_version_is_404(server):
+    response = server.call("POST", "/v2/models/add_sub/versions/9/infer", infer_body())
+    assert response.status == 404
+    assert error_of(response) == "model 'add_sub' has no version 9"
+
+
+def test_model_that_failed_to_load_is_503_with_its_reason(server):
+    response = server.call("POST", "/v2/models/broken/infer", infer_body())
+    assert response.status == 503
+    message = error_of(response)
+    assert message.startswith(
+        "model 'broken' has no ready version (version 1 is UNAVAILABLE: model 'broken' version 1"
+    )
+    index = json_of(server.call("POST", "/v2/repository/index"))
+    (entry,) = [e for e in index if e["name"] == "broken"]
+    assert entry["state"] == "UNAVAILABLE"
+    assert entry["reason"] and entry["reason"] in message
+    response = server.call("GET", "/v2/models/broken")
+    assert (response.status, error_of(response)) == (503, message)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "headers", "message"),
+    [
+        (
+            "/v2/models/add_sub/infer",
+            infer_body(datatype="INT64"),
+            {},
+            "model 'add_sub' version 1, input 'INPUT0': expected datatype FP32, got INT64",
+        ),
+        (
+            "/v2/models/add_sub/infer",
+            infer_body(batch=9),
+            {},
+            "model 'add_sub' version 1, input 'INPUT0': batch size 9 exceeds max_batch_size 8",
+        ),
+        (
+            "/v2/models/add_sub/infer",
+            b"{not json",
+            {},
+            "model 'add_sub': request JSON is malformed: "
+            "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)",
+        ),
+        (
+            "/v2/models/add_sub/versions/abc/infer",
+            infer_body(),
+            {},
+            "model 'add_sub': version 'abc' is not a version number",
+        ),
+        (
+            "/v2/models/add_sub/infer",
+            infer_body(),
+            {"Content-Encoding": "br"},
+            "unsupported Content-Encoding 'br' (use gzip or deflate)",
+        ),
+        (
+            "/v2/models/add_sub/infer",
+            infer_body(),
+            {"Content-Encoding": "deflate"},
+            "request body is not valid deflate data: Error -3 while decompressing data: "
+            "incorrect header check",
+        ),
+        (
+            "/v2/models/add_sub/infer",
+            infer_body(),
+            {HEADER_LENGTH: "x"},
+            "Inference-Header-Content-Length must be an integer, got 'x'",
+        ),
+    ],
+    ids=["datatype", "batch", "json", "version", "encoding", "deflate", "header-length"],
+)
+def test_bad_request_is_400(server, path, body, headers, message):
+    response = server.call("POST", path, body, headers)
+    assert response.status == 400
+    assert error_of(response) == message
+
+
+# -- inference ----------------------------------------------------------------------------
+
+
+def test_infer_json_and_binary(server):
+    response = server.call("POST", "/v2/models/add_sub/infer", infer_body(batch=2))
+    assert response.status == 200
+    document = json_of(response)
+    a = np.arange(32, dtype=np.float32).reshape(2, 16)
+    assert (document["model_name"], document["model_version"]) == ("add_sub", "1")
+    assert [o["name"] for o in document["outputs"]] == ["OUTPUT0", "OUTPUT1"]
+    assert document["outputs"][0]["shape"] == [2, 16]
+    assert document["outputs"][0]["data"] == (a + a).ravel().tolist()
+    assert document["outputs"][1]["data"] == [0.0] * 32
+
+    header = json.dumps(
+        {
+            "id": "bin-1",
+            "inputs": [
+                {
+                    "name": name,
+                    "datatype": "FP32",
+                    "shape": [2, 16],
+                    "parameters": {"binary_data_size": a.nbytes},
+                }
+                for name in ("INPUT0", "INPUT1")
+            ],
+            "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
+        }
+    ).encode()
+    response = server.call(
+        "POST",
+        "/v2/models/add_sub/versions/1/infer",
+        header + a.tobytes() + np.ones_like(a).tobytes(),
+        {HEADER_LENGTH: str(len(header))},
+    )
+    assert response.status == 200
+    assert response.content_type == "application/octet-stream"
+    length = int(dict(response.headers)["Inference-Header-Content-Length"])
+    raw = body_of(response)
+    document = json.loads(raw[:length])
+    assert document["id"] == "bin-1"
+    assert document["outputs"] == [
+        {
+            "name": "OUTPUT0",
+            "datatype": "FP32",
+            "shape": [2, 16],
+            "parameters": {"binary_data_size": a.nbytes},
+        }
+    ]
+    np.testing.assert_array_equal(np.frombuffer(raw[length:], np.float32).reshape(2, 16), a + 1)
+
+
+# -- statistics -----------------------------------------------------------------------------
+
+TRITON_MODEL_STATS_KEYS = {
+    "name",
+    "version",
+    "last_inference",
+    "inference_count",
+    "execution_count",
+    "inference_stats",
+    "batch_stats",
+}
+TRITON_INFERENCE_STATS_KEYS = {
+    "success",
+    "fail",
+    "queue",
+    "compute_input",
+    "compute_infer",
+    "compute_output",
+    "cache_hit",
+    "cache_miss",
+}
+
+
+def _check_stats_shape(entry: dict) -> None:
+    assert set(entry) >= TRITON_MODEL_STATS_KEYS
+    assert isinstance(entry["version"], str)
+    assert set(entry["inference_stats"]) >= TRITON_INFERENCE_STATS_KEYS
+    for duration in entry["inference_stats"].values():
+        assert set(duration) == {"count", "ns"}
+    for batch in entry["batch_stats"]:
+        assert set(batch) == {"batch_size", "compute_input", "compute_infer", "compute_output"}
+        for key in ("compute_input", "compute_infer", "compute_output"):
+            assert set(batch[key]) == {"count", "ns"}
+
+
+def test_statistics_shapes_and_counts(server):
+    def stats() -> dict:
+        response = server.call("GET", "/v2/models/add_sub/stats")
+        assert response.status == 200
+        (entry,) = json_of(response)["model_stats"]
+        return entry
+
+    before = stats()
+    assert server.call("POST", "/v2/models/add_sub/infer", infer_body(batch=3)).status == 200
+    assert (
+        server.call("POST", "/v2/models/add_sub/infer", infer_body(datatype="INT32")).status == 400
+    )
+    after = stats()
+    _check_stats_shape(after)
+    assert (after["name"], after["version"]) == ("add_sub", "1")
+    success, fail = after["inference_stats"]["success"], after["inference_stats"]["fail"]
+    assert success["count"] == before["inference_stats"]["success"]["count"] + 1
+    assert fail["count"] == before["inference_stats"]["fail"]["count"] + 1
+    assert after["inference_count"] == before["inference_count"] + 3
+    assert after["execution_count"] == before["execution_count"] + 1
+    assert after["last_inference"] > 0
+    assert 3 in {b["batch_size"] for b in after["batch_stats"]}
+
+    versioned = json_of(server.call("GET", "/v2/models/add_sub/versions/1/stats"))
+    assert [e["version"] for e in versioned["model_stats"]] == ["1"]
+
+    every = json_of(server.call("GET", "/v2/models/stats"))
+    assert list(every) == ["model_stats"]
+    assert {(e["name"], e["version"]) for e in every["model_stats"]} == {
+        ("add_sub", "1"),
+        ("labelled", "1"),
+        ("unbatched", "1"),
+    }
+    for entry in every["model_stats"]:
+        _check_stats_shape(entry)
+
+
+def test_statistics_of_a_model_with_no_served_version_is_empty(server):
+    response = server.call("GET", "/v2/models/broken/stats")
+    assert response.status == 200
+    assert json_of(response) == {"model_stats": []}
+
+
+# -- repository extension -------------------------------------------------------------------
+
+
+def test_repository_index_lists_states_and_reasons(server):
+    response = server.call("POST", "/v2/repository/index")
+    assert response.status == 200
+    index = {(e["name"], e.get("version")): e for e in json_of(response)}
+    assert index[("add_sub", "1")] == {
+        "name": "add_sub",
+        "version": "1",
+        "state": "READY",
+        "reason": "",
+    }
+    assert index[("broken", "1")]["state"] == "UNAVAILABLE"
+    ready = json_of(server.call("POST", "/v2/repository/index", b'{"ready": true}'))
+    assert {e["name"] for e in ready} == {"add_sub", "labelled", "unbatched"}
+    assert {e["state"] for e in ready} == {"READY"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "message"),
+    [
+        (
+            "/v2/repository/index",
+            b'{"ready": 1}',
+            "repository index: 'ready' must be true or false",
+        ),
+        (
+            "/v2/repository/index",
+            b"{",
+            "repository index: request JSON is malformed: "
+            "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)",
+        ),
+        ("/v2/repository/index", b"[]", "repository index: request JSON must be an object"),
+        (
+            "/v2/repository/models/add_sub/load",
+            b'{"parameters": [1]}',
+            "load 'add_sub': 'parameters' must be an object",
+        ),
+    ],
+)
+def test_repository_bad_bodies_are_400(server, path, body, message):
+    response = server.call("POST", path, body)
+    assert response.status == 400
+    assert error_of(response) == message
+
+
+@pytest.mark.parametrize("action", ["load", "unload"])
+def test_load_and_unload_are_refused_outside_explicit_mode(server, action):
+    response = server.call("POST", f"/v2/repository/models/add_sub/{action}")
+    assert response.status == 400
+    assert error_of(response) == (
+        "model load and unload requests need --model-control-mode explicit; this server "
+        "runs in 'none' mode"
+    )
+    assert server.call("GET", "/v2/models/add_sub/ready").status == 200
+
+
+def test_explicit_mode_unload_then_load(explicit_server):
+    server = explicit_server
+    assert server.call("GET", "/v2/models/other/ready").status == 404
+    response = server.call("POST", "/v2/repository/models/add_sub/unload")
+    assert (response.status, body_of(response)) == (200, b"")
+    assert server.manager.wait_retired(10)
+    assert server.call("GET", "/v2/models/add_sub/ready").status == 503
+    response = server.call("POST", "/v2/models/add_sub/infer", infer_body())
+    assert response.status == 503
+    assert error_of(response) == (
+        "model 'add_sub' has no ready version (version 1 is UNAVAILABLE: unloaded)"
+    )
+    response = server.call("POST", "/v2/repository/models/add_sub/load", b"{}")
+    assert (response.status, body_of(response)) == (200, b"")
+    assert server.call("GET", "/v2/models/add_sub/ready").status == 200
+    assert server.call("POST", "/v2/repository/models/other/load").status == 200
+    assert server.call("GET", "/v2/models/other/ready").status == 200
+
+
+def test_explicit_mode_errors(explicit_server):
+    server = explicit_server
+    response = server.call("POST", "/v2/repository/models/nope/unload")
+    assert (response.status, error_of(response)) == (404, "unknown model 'nope'")
+    response = server.call("POST", "/v2/repository/models/nope/load")
+    assert response.status == 404
+    assert error_of(response) == (
+        f"no model folder 'nope' in repository '{server.manager.repository}'"
+    )
+    response = server.call(
+        "POST", "/v2/repository/models/add_sub/load", b'{"parameters": {"file:1/model.onnx": "x"}}'
+    )
+    assert response.status == 400
+    assert error_of(response) == (
+        "load 'add_sub': model files sent with the request (file:1/model.onnx) are not "
+        "supported; copy them into the repository and load by name"
+    )
+    response = server.call(
+        "POST",
+        "/v2/repository/models/add_sub/unload",
+        b'{"parameters": {"unload_dependents": "yes"}}',
+    )
+    assert response.status == 400
+    assert error_of(response) == "unload 'add_sub': 'unload_dependents' must be true or false"
+    assert server.call("GET", "/v2/models/add_sub/ready").status == 200
+
+
+# -- classification extension ----------------------------------------------------------------
+
+
+def _classify(server: Server, model: str, batch: int, binary: bool = False, count=2):
+    outputs = [{"name": "OUTPUT0", "parameters": {"classification": count, "binary_data": binary}}]
+    return server.call("POST", f"/v2/models/{model}/infer", infer_body(batch, outputs))
+
+
+def test_classification_returns_top_k_value_index_strings(server):
+    response = _classify(server, "add_sub", batch=2)
+    assert response.status == 200
+    (output,) = json_of(response)["outputs"]
+    assert (output["name"], output["datatype"], output["shape"]) == ("OUTPUT0", "BYTES", [2, 2])
+    # OUTPUT0 = 2 * INPUT0; row 1 holds 16..31
+    assert output["data"] == ["30.000000:15", "28.000000:14", "62.000000:15", "60.000000:14"]
+
+
+def test_classification_adds_labels_from_label_filename(server):
+    (output,) = json_of(_classify(server, "labelled", batch=1, count=3))["outputs"]
+    assert output["shape"] == [1, 3]
+    assert output["data"] == ["30.000000:15", "28.000000:14:class14", "26.000000:13:class13"]
+
+
+def test_classification_of_an_unbatched_model(server):
+    body = infer_body(1, [{"name": "OUTPUT0", "parameters": {"classification": 1}}])
+    (output,) = json_of(server.call("POST", "/v2/models/unbatched/infer", body))["outputs"]
+    assert (output["shape"], output["data"]) == ([1], ["30.000000:15"])
+
+
+def test_classification_as_binary_bytes(server):
+    response = _classify(server, "labelled", batch=1, binary=True)
+    assert response.status == 200
+    length = int(dict(response.headers)["Inference-Header-Content-Length"])
+    raw = body_of(response)
+    (output,) = json.loads(raw[:length])["outputs"]
+    assert output["datatype"] == "BYTES"
+    expected = [b"30.000000:15", b"28.000000:14:class14"]
+    assert raw[length:] == b"".join(struct.pack("<I", len(e)) + e for e in expected)
+    assert output["parameters"] == {"binary_data_size": len(raw) - length}
+
+
+def test_classification_count_must_be_a_positive_integer(server):
+    response = _classify(server, "add_sub", batch=1, count=-1)
+    assert response.status == 400
+    assert error_of(response) == (
+        "model 'add_sub' version 1, output 'OUTPUT0': classification must be a positive "
+        "integer, got -1"
+    )
