@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,8 +32,9 @@ class SettingsError(EdgeboxError):
 class Settings:
     model_repository: Path = Path("/var/lib/edgebox/models")
     """The Triton-style model repository to serve."""
-    model_control_mode: str = "none"
-    """``none``: load everything at start; ``poll``: also follow changes on disk;
+    model_control_mode: str = "poll"
+    """``poll`` (the appliance default; Triton's is ``none``): load everything at
+    start and follow changes on disk; ``none``: load everything once;
     ``explicit``: load only ``load_model`` and what the repository API asks for."""
     repository_poll_secs: float = 2.0
     """Seconds between repository scans in poll mode."""
@@ -124,16 +126,24 @@ def _unknown(key: str, shown: str) -> str:
 def _coerce(key: str, value: Any, source: str) -> Any:
     kind = _FIELDS[key].type
     try:
+        # An empty YAML value is None; str() would turn it into the name 'None'.
+        if value is None or isinstance(value, dict):
+            raise ValueError(value)
+        if isinstance(value, list) and kind != "tuple[str, ...]":
+            raise ValueError(value)
         if kind == "Path":
             return Path(str(value))
         if kind == "int":
-            if isinstance(value, bool):
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
                 raise ValueError(value)
             return int(value)
         if kind == "float":
             if isinstance(value, bool):
                 raise ValueError(value)
-            return float(value)
+            number = float(value)
+            if not math.isfinite(number):  # nan passes every range check below
+                raise ValueError(value)
+            return number
         if kind == "bool":
             if isinstance(value, bool):
                 return value

@@ -51,7 +51,7 @@ def is_ignored(name: str) -> bool:
 
 
 def version_number(name: str) -> int | None:
-    # str.isdigit() also accepts '²' (int() raises) and '١' (int() reads 1).
+    # str.isdigit() also accepts superscripts (int() raises) and Arabic-Indic digits.
     if name.isascii() and name.isdigit() and not name.startswith("0"):
         return int(name)
     return None

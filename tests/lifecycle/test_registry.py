@@ -50,11 +50,13 @@ def test_not_ready_version_reports_its_reason():
     registry = ModelRegistry()
     registry.set_status("m", 2, ModelState.UNAVAILABLE, "model.onnx is truncated")
     with pytest.raises(
-        Unavailable, match="model 'm' version 2 is not ready: UNAVAILABLE: model.onnx is truncated"
+        Unavailable,
+        match=r"model 'm' version 2 is not ready: UNAVAILABLE: model\.onnx is truncated",
     ):
         registry.acquire("m", "2")
     with pytest.raises(
-        Unavailable, match="no ready version .version 2 is UNAVAILABLE: model.onnx is truncated"
+        Unavailable,
+        match=r"no ready version \(version 2 is UNAVAILABLE: model\.onnx is truncated\)",
     ):
         registry.acquire("m")
 

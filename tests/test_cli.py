@@ -1,0 +1,213 @@
+"""The command line: ``edgebox --version``, ``edgebox check REPOSITORY`` and
+``edgebox serve`` refusing bad settings before it starts anything.
+
+``check`` runs as ``python -m edgebox check`` in a subprocess, as a user would
+run it; the rest call ``cli.main`` in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgebox import __version__
+from edgebox import settings as settings_module
+from edgebox.cli import EXIT_OK, EXIT_PROBLEMS, main
+from model_fixtures import ADD_SUB_CONFIG, REPO_ROOT, add_add_sub, write_model
+from scripts.onnx_builders import build_add_sub
+
+PIPELINE_CONFIG = """
+name: "pipeline"
+platform: "ensemble"
+max_batch_size: 8
+input [
+  { name: "A" data_type: TYPE_FP32 dims: [ 16 ] },
+  { name: "B" data_type: TYPE_FP32 dims: [ 16 ] }
+]
+output [ { name: "SUM" data_type: TYPE_FP32 dims: [ 16 ] } ]
+ensemble_scheduling {
+  step [
+    {
+      model_name: "add_sub"
+      model_version: -1
+      input_map { key: "INPUT0" value: "A" }
+      input_map { key: "INPUT1" value: "B" }
+      output_map { key: "OUTPUT0" value: "SUM" }
+    }
+  ]
+}
+"""
+
+
+def run_edgebox(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEBOX_")}
+    return subprocess.run(
+        [sys.executable, "-m", "edgebox", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def no_settings_from_the_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(settings_module, "DEFAULT_CONFIG_FILE", tmp_path / "absent.yaml")
+    for name in list(os.environ):
+        if name.startswith("EDGEBOX_"):
+            monkeypatch.delenv(name)
+
+
+# ------------------------------------------------------------------ --version
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"edgebox {__version__}\n"
+
+
+def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("usage: edgebox")
+    assert "check" in out
+    assert "serve" in out
+
+
+# ------------------------------------------------------------------ check
+
+
+def test_check_passes_a_good_repository(tmp_path: Path) -> None:
+    add_add_sub(tmp_path)
+    write_model(tmp_path, "pipeline", PIPELINE_CONFIG)
+
+    result = run_edgebox("check", str(tmp_path))
+
+    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert result.stderr.endswith(f"{tmp_path}: no problems found\n")
+
+
+def test_check_lists_every_problem_with_its_file(tmp_path: Path) -> None:
+    repo = tmp_path
+    build_add_sub(repo / "a_no_config" / "1" / "model.onnx")
+    write_model(repo, "b_syntax", 'platform: "onnxruntime_onnx"\nmax_batch_size 8\n')
+    write_model(
+        repo, "c_graphdef", 'platform: "tensorflow_graphdef"\n', {"1/model.graphdef": b"\0"}
+    )
+    write_model(repo, "d_no_model_file", ADD_SUB_CONFIG.format(name="d_no_model_file"))
+    (repo / "d_no_model_file" / "1").mkdir()
+    wrong_dtype = ADD_SUB_CONFIG.format(name="e_wrong_dtype").replace(
+        '"INPUT1" data_type: TYPE_FP32', '"INPUT1" data_type: TYPE_INT32'
+    )
+    build_add_sub(write_model(repo, "e_wrong_dtype", wrong_dtype) / "1" / "model.onnx")
+    add_add_sub(repo, "f_good")
+
+    result = run_edgebox("check", str(repo))
+
+    assert result.returncode == EXIT_PROBLEMS
+    assert result.stdout.splitlines() == [
+        f"{repo}/a_no_config/config.pbtxt: no config.pbtxt: every model folder needs one",
+        f"{repo}/b_syntax/config.pbtxt:2:16: 'max_batch_size 8': Expected \":\".",
+        f"{repo}/c_graphdef/config.pbtxt: backend 'tensorflow' is not supported by edgebox "
+        "(supported: ensemble, onnxruntime, python, tensorrt)",
+        f"{repo}/d_no_model_file/1: model 'd_no_model_file' version 1: model file "
+        f"'{repo}/d_no_model_file/1/model.onnx' not found",
+        f"{repo}/e_wrong_dtype/1: model 'e_wrong_dtype' version 1: "
+        f"{repo}/e_wrong_dtype/config.pbtxt does not match {repo}/e_wrong_dtype/1/model.onnx: "
+        "input 'INPUT1': config says TYPE_INT32, model has TYPE_FP32",
+    ]
+    assert result.stderr.endswith(f"5 problem(s) found in {repo}\n")
+
+
+def test_check_reports_semantic_config_problems_and_missing_step_models(tmp_path: Path) -> None:
+    write_model(tmp_path, "add_sub", ADD_SUB_CONFIG.format(name="other_name"))
+    write_model(tmp_path, "pipeline", PIPELINE_CONFIG.replace('"add_sub"', '"adder"'))
+
+    result = run_edgebox("check", str(tmp_path))
+
+    assert result.returncode == EXIT_PROBLEMS
+    assert result.stdout.splitlines() == [
+        f"{tmp_path}/add_sub/config.pbtxt:1:1: model name 'other_name' does not match "
+        "its folder 'add_sub'",
+        f"{tmp_path}/pipeline/config.pbtxt: ensemble step model 'adder' is not in the repository",
+    ]
+
+
+def test_check_on_a_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(tmp_path / "nowhere")]) == EXIT_PROBLEMS
+    captured = capsys.readouterr()
+    assert captured.out == f"{tmp_path / 'nowhere'}: not a folder\n"
+
+
+def test_check_on_an_empty_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(tmp_path)]) == EXIT_PROBLEMS
+    assert capsys.readouterr().out == f"{tmp_path}: no model folders\n"
+
+
+def test_check_names_a_version_policy_without_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = add_add_sub(tmp_path)
+    with open(model / "config.pbtxt", "a") as handle:
+        handle.write("version_policy: { specific: { versions: [ 1, 4 ] } }\n")
+
+    assert main(["check", str(tmp_path)]) == EXIT_PROBLEMS
+    assert capsys.readouterr().out == (
+        f"{model}/config.pbtxt: version_policy lists version 4, which has no folder\n"
+    )
+
+
+# ------------------------------------------------------------------ serve
+
+
+def test_serve_with_a_bad_setting_file_exits_1(tmp_path: Path) -> None:
+    config_file = tmp_path / "edgebox.yaml"
+    config_file.write_text(f"model_repository: {tmp_path}\nmodel_control_mode: auto\n")
+
+    result = run_edgebox("serve", "--config", str(config_file))
+
+    assert result.returncode == EXIT_PROBLEMS
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"edgebox: setting 'model_control_mode' ({config_file}): must be one of none, poll, "
+        "explicit, got 'auto'\n"
+    )
+
+
+def test_serve_with_a_bad_flag_exits_1(
+    no_settings_from_the_host: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--http-port", "eighty"]) == EXIT_PROBLEMS
+    assert capsys.readouterr().err == (
+        "edgebox: setting 'http_port' from --http-port: expected int, got 'eighty'\n"
+    )
+
+
+def test_serve_with_a_bad_environment_variable_exits_1(
+    no_settings_from_the_host: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("EDGEBOX_MODEL_REPOSITRY", "/srv/models")
+    assert main(["serve"]) == EXIT_PROBLEMS
+    assert capsys.readouterr().err == (
+        "edgebox: unknown setting 'EDGEBOX_MODEL_REPOSITRY'; did you mean 'model_repository'?\n"
+    )
+
+
+def test_serve_without_the_repository_folder_exits_1(
+    tmp_path: Path, no_settings_from_the_host: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "models"
+    assert main(["serve", "--model-repository", str(missing)]) == EXIT_PROBLEMS
+    assert capsys.readouterr().err == (
+        f"edgebox: setting 'model_repository' (--model-repository): '{missing}' is not a folder\n"
+    )

@@ -1,0 +1,288 @@
+"""Daemon settings: defaults < YAML file < ``EDGEBOX_*`` environment < flags.
+
+Every bad value stops startup with the setting's name and where it came from.
+Tests never read the real ``/etc/edgebox/edgebox.yaml`` or the real
+environment: the default file is pointed into ``tmp_path`` and ``environ`` is
+passed explicitly.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import itertools
+from pathlib import Path
+
+import pytest
+
+from edgebox import settings as settings_module
+from edgebox.settings import Settings, SettingsError, load_settings
+
+
+@pytest.fixture(autouse=True)
+def no_default_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "etc" / "edgebox.yaml"
+    monkeypatch.setattr(settings_module, "DEFAULT_CONFIG_FILE", path)
+    return path
+
+
+def yaml_file(tmp_path: Path, text: str, name: str = "edgebox.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def settings_error(**kwargs) -> str:
+    kwargs.setdefault("flags", {})
+    kwargs.setdefault("environ", {})
+    with pytest.raises(SettingsError) as info:
+        load_settings(**kwargs)
+    return str(info.value)
+
+
+# ------------------------------------------------------------------ layers
+
+
+def test_defaults_apply_without_file_env_or_flags() -> None:
+    loaded = load_settings({}, environ={})
+    assert loaded == Settings()
+    assert loaded.sources == {}
+
+
+def test_default_file_is_read_when_present(no_default_file: Path) -> None:
+    no_default_file.parent.mkdir()
+    no_default_file.write_text("http_port: 9000\n")
+    loaded = load_settings({}, environ={})
+    assert loaded.http_port == 9000
+    assert loaded.sources == {"http_port": str(no_default_file)}
+
+
+def test_each_layer_overrides_the_one_before(tmp_path: Path) -> None:
+    config_file = yaml_file(
+        tmp_path,
+        "http_port: 8001\nhost: 127.0.0.1\nlog_verbose: 1\nrepository_poll_secs: 3\n",
+    )
+    loaded = load_settings(
+        {"http_port": "8003"},
+        config_file=config_file,
+        environ={
+            "EDGEBOX_HTTP_PORT": "8002",
+            "EDGEBOX_REPOSITORY_POLL_SECS": "0.5",
+            "PATH": "/usr/bin",
+        },
+    )
+    assert loaded.http_port == 8003
+    assert loaded.repository_poll_secs == 0.5
+    assert loaded.host == "127.0.0.1"
+    assert loaded.log_verbose == 1
+    assert loaded.exit_timeout_secs == Settings().exit_timeout_secs
+    assert loaded.sources == {
+        "http_port": "--http-port",
+        "repository_poll_secs": "EDGEBOX_REPOSITORY_POLL_SECS",
+        "host": str(config_file),
+        "log_verbose": str(config_file),
+    }
+
+
+def test_environment_overrides_the_file(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "model_repository: /srv/models\n")
+    loaded = load_settings(
+        {}, config_file=config_file, environ={"EDGEBOX_MODEL_REPOSITORY": "/data/models"}
+    )
+    assert loaded.model_repository == Path("/data/models")
+    assert loaded.sources == {"model_repository": "EDGEBOX_MODEL_REPOSITORY"}
+
+
+def test_values_are_converted_to_each_settings_type(tmp_path: Path) -> None:
+    config_file = yaml_file(
+        tmp_path,
+        "model_control_mode: explicit\n"
+        "load_model: [add_sub, lane]\n"
+        "strict_readiness: yes\n"
+        "exit_timeout_secs: 5\n",
+    )
+    loaded = load_settings(
+        {"max_request_bytes": "1024"},
+        config_file=config_file,
+        environ={"EDGEBOX_HTTP_MAX_CONNECTIONS": " 16 "},
+    )
+    assert loaded.load_model == ("add_sub", "lane")
+    assert loaded.strict_readiness is True
+    assert loaded.exit_timeout_secs == 5.0
+    assert loaded.max_request_bytes == 1024
+    assert loaded.http_max_connections == 16
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("1", True), ("true", True), ("ON", True), ("no", False), ("0", False), ("off", False)],
+)
+def test_boolean_words_from_the_environment(text: str, expected: bool) -> None:
+    loaded = load_settings({}, environ={"EDGEBOX_STRICT_READINESS": text})
+    assert loaded.strict_readiness is expected
+
+
+def test_load_model_list_from_the_environment_and_flags() -> None:
+    from_env = load_settings(
+        {},
+        environ={"EDGEBOX_MODEL_CONTROL_MODE": "explicit", "EDGEBOX_LOAD_MODEL": "add_sub, lane"},
+    )
+    assert from_env.load_model == ("add_sub", "lane")
+    from_flags = load_settings({"model_control_mode": "explicit", "load_model": ["*"]}, environ={})
+    assert from_flags.load_model == ("*",)
+
+
+def test_settings_are_frozen() -> None:
+    loaded = load_settings({}, environ={})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        loaded.http_port = 1  # type: ignore[misc]
+
+
+def test_every_setting_has_a_docstring() -> None:
+    tree = ast.parse(inspect.getsource(Settings))
+    body = tree.body[0].body
+    documented = {
+        node.target.id
+        for node, after in itertools.pairwise(body)
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(after, ast.Expr)
+        and isinstance(after.value, ast.Constant)
+        and isinstance(after.value.value, str)
+    }
+    assert documented == {field.name for field in dataclasses.fields(Settings)}
+
+
+# ------------------------------------------------------------------ unknown keys
+
+
+def test_unknown_yaml_key_suggests_the_likely_one(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "model_repo: /srv/models\n")
+    assert settings_error(config_file=config_file) == (
+        f"{config_file}: unknown setting 'model_repo'; did you mean 'model_repository'?"
+    )
+
+
+def test_dashed_yaml_key_suggests_the_underscored_one(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "http-port: 8000\n")
+    assert settings_error(config_file=config_file) == (
+        f"{config_file}: unknown setting 'http-port'; did you mean 'http_port'?"
+    )
+
+
+def test_unknown_yaml_key_without_a_close_match(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "colour: blue\n")
+    assert settings_error(config_file=config_file) == f"{config_file}: unknown setting 'colour'"
+
+
+def test_unknown_environment_variable_is_refused() -> None:
+    assert settings_error(environ={"EDGEBOX_HTTP_PROT": "8000"}) == (
+        "unknown setting 'EDGEBOX_HTTP_PROT'; did you mean 'http_port'?"
+    )
+
+
+# ------------------------------------------------------------------ bad values
+
+
+def test_bad_environment_value_names_setting_and_variable() -> None:
+    assert settings_error(environ={"EDGEBOX_HTTP_PORT": "eighty"}) == (
+        "setting 'http_port' from EDGEBOX_HTTP_PORT: expected int, got 'eighty'"
+    )
+
+
+def test_bad_yaml_value_names_setting_and_file(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "strict_readiness: maybe\n")
+    assert settings_error(config_file=config_file) == (
+        f"setting 'strict_readiness' from {config_file}: expected bool, got 'maybe'"
+    )
+
+
+def test_bad_flag_value_names_setting_and_flag() -> None:
+    assert settings_error(flags={"exit_timeout_secs": "soon"}) == (
+        "setting 'exit_timeout_secs' from --exit-timeout-secs: expected float, got 'soon'"
+    )
+
+
+def test_fractional_port_is_not_truncated(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "http_port: 8000.5\n")
+    assert settings_error(config_file=config_file) == (
+        f"setting 'http_port' from {config_file}: expected int, got 8000.5"
+    )
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-inf"])
+def test_non_finite_seconds_are_refused(text: str) -> None:
+    assert settings_error(environ={"EDGEBOX_REPOSITORY_POLL_SECS": text}) == (
+        f"setting 'repository_poll_secs' from EDGEBOX_REPOSITORY_POLL_SECS: "
+        f"expected float, got '{text}'"
+    )
+
+
+def test_empty_yaml_value_is_not_the_text_none(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "model_repository:\n")
+    assert settings_error(config_file=config_file) == (
+        f"setting 'model_repository' from {config_file}: expected Path, got None"
+    )
+
+
+def test_list_for_a_single_value_is_refused(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "host: [127.0.0.1, 10.0.0.1]\n")
+    assert settings_error(config_file=config_file) == (
+        f"setting 'host' from {config_file}: expected str, got ['127.0.0.1', '10.0.0.1']"
+    )
+
+
+def test_out_of_range_port_names_its_source() -> None:
+    assert settings_error(flags={"http_port": "70000"}) == (
+        "setting 'http_port' (--http-port): must be 0..65535, got 70000"
+    )
+
+
+def test_unknown_control_mode_lists_the_choices(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "model_control_mode: auto\n")
+    assert settings_error(config_file=config_file) == (
+        f"setting 'model_control_mode' ({config_file}): must be one of none, poll, explicit, "
+        "got 'auto'"
+    )
+
+
+def test_zero_poll_interval_is_refused() -> None:
+    assert settings_error(environ={"EDGEBOX_REPOSITORY_POLL_SECS": "0"}) == (
+        "setting 'repository_poll_secs' (EDGEBOX_REPOSITORY_POLL_SECS): must be > 0, got 0.0"
+    )
+
+
+@pytest.mark.parametrize("mode", ["none", "poll"])
+def test_load_model_outside_explicit_mode_is_refused(mode: str) -> None:
+    assert settings_error(flags={"model_control_mode": mode, "load_model": ["add_sub"]}) == (
+        "setting 'load_model' (--load-model): only applies with model_control_mode explicit"
+    )
+
+
+# ------------------------------------------------------------------ the file itself
+
+
+def test_invalid_yaml_is_located(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "http_port: 8000\nhost: [127.0.0.1\n")
+    assert settings_error(config_file=config_file) == (
+        f"{config_file}:3:1: not valid YAML: expected ',' or ']', but got '<stream end>'"
+    )
+
+
+def test_yaml_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "- http_port: 8000\n")
+    assert settings_error(config_file=config_file) == (
+        f"{config_file}: the top level must be a mapping of setting: value"
+    )
+
+
+def test_empty_yaml_file_keeps_the_defaults(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "# nothing set yet\n")
+    assert load_settings({}, config_file=config_file, environ={}) == Settings()
+
+
+def test_missing_explicit_config_file_is_an_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    assert settings_error(config_file=missing) == (
+        f"cannot read configuration file '{missing}': No such file or directory"
+    )
