@@ -18,6 +18,9 @@ from edgebox.settings import CONTROL_MODES, SettingsError, load_settings
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
+EXIT_CONFIG = 78
+"""sysexits' EX_CONFIG: a bad setting, which restarting will not fix (the unit's
+``RestartPreventExitStatus``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +96,7 @@ def _serve(args: argparse.Namespace) -> int:
         settings = load_settings(flags, config_file=args.config)
     except SettingsError as exc:
         print(f"edgebox: {exc}", file=sys.stderr)
-        return EXIT_PROBLEMS
+        return EXIT_CONFIG
     if not settings.model_repository.is_dir():
         source = settings.sources.get("model_repository", "default")
         print(
@@ -101,7 +104,7 @@ def _serve(args: argparse.Namespace) -> int:
             "is not a folder",
             file=sys.stderr,
         )
-        return EXIT_PROBLEMS
+        return EXIT_CONFIG
     _configure_logging(settings.log_verbose)
     from edgebox.daemon import run_daemon
 

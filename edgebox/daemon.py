@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 
 from edgebox.backends import BackendCatalog
 from edgebox.dataplane import DataPlane
@@ -76,19 +77,33 @@ class Daemon:
         notify("READY=1")
         interval = watchdog_interval_s()
         while not self._stop.wait(interval):
-            notify("WATCHDOG=1")
+            if self.healthy():
+                notify("WATCHDOG=1")
+            else:
+                log.error(
+                    "HTTP accept loop or repository poller has died; not feeding the watchdog"
+                )
         self.shutdown()
         return 0
 
+    def healthy(self) -> bool:
+        """What the systemd watchdog vouches for: requests are still accepted and
+        (in poll mode) the repository is still followed."""
+        poller_ok = self.poller is None or self.poller.alive
+        return self.http.accepting and poller_ok
+
     def shutdown(self) -> None:
+        """Stop within ``exit_timeout_secs`` in all: in-flight requests finish,
+        then models are unloaded (python models' ``finalize`` runs)."""
         log.info("shutting down: finishing in-flight requests")
         notify("STOPPING=1")
+        deadline = time.monotonic() + self.settings.exit_timeout_secs
         self.dataplane.mark_stopping()
         if self.poller is not None:
             self.poller.stop()
-        timeout = self.settings.exit_timeout_secs
-        self.http.stop(timeout)
-        self.manager.unload_all(timeout)
+        self.http.stop(max(0.0, deadline - time.monotonic()))
+        if not self.manager.unload_all(max(0.0, deadline - time.monotonic())):
+            log.warning("exit timeout reached with requests still running; exiting anyway")
         log.info("stopped")
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from edgebox import __version__
 from edgebox import settings as settings_module
-from edgebox.cli import EXIT_OK, EXIT_PROBLEMS, main
+from edgebox.cli import EXIT_CONFIG, EXIT_OK, EXIT_PROBLEMS, main
 from model_fixtures import ADD_SUB_CONFIG, REPO_ROOT, add_add_sub, write_model
 from scripts.onnx_builders import build_add_sub
 
@@ -168,13 +168,13 @@ def test_check_names_a_version_policy_without_folders(
 # ------------------------------------------------------------------ serve
 
 
-def test_serve_with_a_bad_setting_file_exits_1(tmp_path: Path) -> None:
+def test_serve_with_a_bad_setting_file_exits_with_config_status(tmp_path: Path) -> None:
     config_file = tmp_path / "edgebox.yaml"
     config_file.write_text(f"model_repository: {tmp_path}\nmodel_control_mode: auto\n")
 
     result = run_edgebox("serve", "--config", str(config_file))
 
-    assert result.returncode == EXIT_PROBLEMS
+    assert result.returncode == EXIT_CONFIG == 78
     assert result.stdout == ""
     assert result.stderr == (
         f"edgebox: setting 'model_control_mode' ({config_file}): must be one of none, poll, "
@@ -182,32 +182,32 @@ def test_serve_with_a_bad_setting_file_exits_1(tmp_path: Path) -> None:
     )
 
 
-def test_serve_with_a_bad_flag_exits_1(
+def test_serve_with_a_bad_flag_exits_with_config_status(
     no_settings_from_the_host: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["serve", "--http-port", "eighty"]) == EXIT_PROBLEMS
+    assert main(["serve", "--http-port", "eighty"]) == EXIT_CONFIG
     assert capsys.readouterr().err == (
         "edgebox: setting 'http_port' from --http-port: expected int, got 'eighty'\n"
     )
 
 
-def test_serve_with_a_bad_environment_variable_exits_1(
+def test_serve_with_a_bad_environment_variable_exits_with_config_status(
     no_settings_from_the_host: None,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("EDGEBOX_MODEL_REPOSITRY", "/srv/models")
-    assert main(["serve"]) == EXIT_PROBLEMS
+    assert main(["serve"]) == EXIT_CONFIG
     assert capsys.readouterr().err == (
         "edgebox: unknown setting 'EDGEBOX_MODEL_REPOSITRY'; did you mean 'model_repository'?\n"
     )
 
 
-def test_serve_without_the_repository_folder_exits_1(
+def test_serve_without_the_repository_folder_exits_with_config_status(
     tmp_path: Path, no_settings_from_the_host: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = tmp_path / "models"
-    assert main(["serve", "--model-repository", str(missing)]) == EXIT_PROBLEMS
+    assert main(["serve", "--model-repository", str(missing)]) == EXIT_CONFIG
     assert capsys.readouterr().err == (
         f"edgebox: setting 'model_repository' (--model-repository): '{missing}' is not a folder\n"
     )

@@ -33,7 +33,7 @@ class Backend(base.Backend):
         raise Unsupported(
             f"{context.where}: TensorRT {tensorrt.__version__} is installed, but this edgebox "
             "version does not execute TensorRT engines yet; serve the ONNX model with "
-            "platform: \"onnxruntime_onnx\" meanwhile"
+            'platform: "onnxruntime_onnx" meanwhile'
         )
 
     def load_instance(self, context: base.ModelContext, instance: base.InstanceSpec):

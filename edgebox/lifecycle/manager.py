@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 
 from edgebox.backends import BackendCatalog
@@ -114,17 +115,19 @@ class LifecycleManager:
                 self._registry.clear_status(name, version)
             self._configs.pop(name, None)
 
-    def unload_all(self, timeout_s: float | None = None) -> None:
-        """Unload everything and wait (up to ``timeout_s``) for in-flight
-        requests to finish and instances to close: the shutdown path."""
+    def unload_all(self, timeout_s: float | None = None) -> bool:
+        """Unload everything and wait (up to ``timeout_s`` in all) for in-flight
+        requests to finish and instances to close: the shutdown path. False if
+        some were still running at the deadline."""
         with self._control:
             for name in self._registry.model_names():
                 self._unload(name, "server shutting down")
-        self.wait_retired(timeout_s)
+        return self.wait_retired(timeout_s)
 
     def wait_retired(self, timeout_s: float | None = None) -> bool:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         for thread in list(self._retirees):
-            thread.join(timeout_s)
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         self._retirees = [t for t in self._retirees if t.is_alive()]
         return not self._retirees
 

@@ -126,10 +126,16 @@ class HttpServer:
         for connection in connections:
             if connection.idle:
                 connection.shutdown()
+        deadline = time.monotonic() + timeout_s
         for connection in connections:
-            connection.thread.join(timeout_s)
+            connection.thread.join(max(0.0, deadline - time.monotonic()))
         if self._acceptor is not None:
-            self._acceptor.join(timeout_s)
+            self._acceptor.join(max(0.0, deadline - time.monotonic()))
+
+    @property
+    def accepting(self) -> bool:
+        """False once the accept loop has died: the watchdog's health signal."""
+        return self._acceptor is not None and self._acceptor.is_alive()
 
     def _accept_loop(self) -> None:
         assert self._listener is not None

@@ -48,6 +48,10 @@ class RepositoryPoller:
     def start(self) -> None:
         self._thread.start()
 
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def stop(self, timeout_s: float = 5.0) -> None:
         self._stop.set()
         if self._thread.is_alive():

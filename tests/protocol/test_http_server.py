@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from daemon_process import wait_for
 
+from daemon_process import wait_for
 from edgebox.protocol.http_server import HttpRequest, HttpResponse, HttpServer
 
 HOST = "127.0.0.1"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_fixtures import ADD_SUB_CONFIG, add_add_sub, write_model
 
 from edgebox.backends import BackendCatalog
 from edgebox.dataplane import DataPlane
@@ -20,6 +19,7 @@ from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.protocol.http_server import HttpRequest, HttpResponse
 from edgebox.protocol.infer_codec import HEADER_LENGTH
 from edgebox.protocol.v2_handlers import V2Handlers
+from model_fixtures import ADD_SUB_CONFIG, add_add_sub, write_model
 from scripts.onnx_builders import build_add_sub
 
 LABELS = [f"class{i}" for i in range(15)]  # 16 outputs: index 15 has no label

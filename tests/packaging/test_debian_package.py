@@ -1,0 +1,158 @@
+"""debian/: the source package parses and agrees with the code and the unit."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import edgebox
+from edgebox.settings import DEFAULT_CONFIG_FILE, Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+DEBIAN = ROOT / "debian"
+BUILD_PRODUCTS = ("debian/wheels/",)
+"""debian/rules makes these; every other source in debian/edgebox.install is in the tree."""
+
+
+def parse_deb822(text: str) -> list[dict[str, str]]:
+    """Paragraphs of 'Field: value' with continuation lines that start with
+    whitespace; '#' lines are comments (allowed in debian/control)."""
+    paragraphs: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    field = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            if current:
+                paragraphs.append(current)
+            current, field = {}, None
+            continue
+        if line[0] in " \t":
+            assert field is not None, f"line {number}: continuation without a field"
+            current[field] += "\n" + line.strip()
+            continue
+        name, sep, value = line.partition(":")
+        assert sep and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]*", name), f"line {number}: {line!r}"
+        assert name not in current, f"line {number}: field {name} repeated"
+        field = name
+        current[name] = value.strip()
+    if current:
+        paragraphs.append(current)
+    return paragraphs
+
+
+def relations(value: str) -> dict[str, str]:
+    """'a (>= 1), b, ${misc:Depends}' -> {'a': '>= 1', 'b': ''} (no alternatives here)."""
+    result = {}
+    for item in value.replace("\n", " ").split(","):
+        item = item.strip()
+        if not item or item.startswith("${"):
+            continue
+        match = re.fullmatch(r"([a-z0-9][a-z0-9+.-]+)\s*(?:\(([^)]*)\))?", item)
+        assert match, f"cannot parse relation {item!r}"
+        result[match.group(1)] = (match.group(2) or "").strip()
+    return result
+
+
+@pytest.fixture(scope="module")
+def control() -> list[dict[str, str]]:
+    return parse_deb822((DEBIAN / "control").read_text(encoding="utf-8"))
+
+
+def test_parser_reads_continuations_and_paragraphs():
+    parsed = parse_deb822("Source: a\nBuild-Depends: x,\n y\n\nPackage: a\n")
+    assert parsed == [{"Source": "a", "Build-Depends": "x,\ny"}, {"Package": "a"}]
+
+
+def test_control_has_the_source_and_one_binary_package(control):
+    source, *binaries = control
+    assert source["Source"] == "edgebox"
+    assert [b["Package"] for b in binaries] == ["edgebox"]
+    assert binaries[0]["Architecture"] == "all"
+    assert "debhelper-compat" in relations(source["Build-Depends"])
+
+
+def test_control_depends_on_a_python_that_runs_edgebox(control):
+    depends = relations(control[1]["Depends"])
+    assert depends["python3"] == ">= 3.10"
+    assert "python3-venv" in depends
+    assert "adduser" in depends
+    assert "python3-libnvinfer" in relations(control[1]["Recommends"])
+
+
+def test_control_description_names_the_unit(control):
+    assert "edgebox.service" in control[1]["Description"]
+    assert (DEBIAN / "edgebox.service").resolve() == (ROOT / "systemd/edgebox.service").resolve()
+
+
+def test_changelog_version_matches_the_python_package():
+    first = (DEBIAN / "changelog").read_text(encoding="utf-8").splitlines()[0]
+    match = re.match(r"edgebox \((?P<upstream>[^)-]+)-(?P<revision>[^)]+)\) ", first)
+    assert match, first
+    assert match["upstream"] == edgebox.__version__
+
+
+def test_source_format_and_license():
+    assert (DEBIAN / "source/format").read_text().strip() == "3.0 (quilt)"
+    assert "License: Apache-2.0" in (DEBIAN / "copyright").read_text(encoding="utf-8")
+
+
+def test_install_file_sources_exist_and_the_config_lands_in_etc():
+    destinations = {}
+    for line in (DEBIAN / "edgebox.install").read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        source, destination = line.split()
+        destinations[source] = destination
+        if not source.startswith(BUILD_PRODUCTS):
+            assert glob.glob(str(ROOT / source)), f"debian/edgebox.install: {source} is missing"
+    installed = Path("/") / destinations["etc/edgebox.yaml"] / "edgebox.yaml"
+    assert installed == DEFAULT_CONFIG_FILE
+
+
+def test_rules_is_an_executable_makefile():
+    rules = DEBIAN / "rules"
+    assert rules.read_text().startswith("#!/usr/bin/make -f\n")
+    assert os.access(rules, os.X_OK)
+
+
+@pytest.mark.parametrize("script", ["edgebox.postinst", "edgebox.postrm"])
+def test_maintainer_scripts_are_valid_sh_with_the_debhelper_token(script):
+    path = DEBIAN / script
+    text = path.read_text()
+    assert text.startswith("#!/bin/sh\n") and "\n#DEBHELPER#\n" in text
+    assert "\nset -e\n" in text
+    assert os.access(path, os.X_OK)
+    if shutil.which("sh"):
+        subprocess.run(["sh", "-n", str(path)], check=True, timeout=30)
+
+
+def test_postinst_manages_the_default_repository_and_the_unit_paths():
+    postinst = (DEBIAN / "edgebox.postinst").read_text()
+    assert f"MODELS_DIR={Settings().model_repository}\n" in postinst
+    assert "OPT=/opt/edgebox\n" in postinst
+    assert "--system-site-packages" in postinst
+    link_target, link_name = (DEBIAN / "edgebox.links").read_text().split()
+    assert "/" + link_target == "/opt/edgebox/venv/bin/edgebox"
+    assert link_name == "usr/bin/edgebox"
+
+
+def test_extra_requirements_ship_with_nothing_active():
+    # A default that installed PyPI's CPU onnxruntime would shadow NVIDIA's
+    # onnxruntime-gpu on a Jetson; the file only documents how to add it.
+    lines = (ROOT / "etc" / "extra-requirements.txt").read_text().splitlines()
+    active = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    assert active == []
+    assert any("onnxruntime-gpu" in line for line in lines)
+
+
+def test_constraints_keep_numpy_below_2():
+    lines = (DEBIAN / "constraints.txt").read_text().splitlines()
+    assert "numpy<2" in [line.strip() for line in lines]

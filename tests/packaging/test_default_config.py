@@ -1,0 +1,73 @@
+"""etc/edgebox.yaml, shipped as /etc/edgebox/edgebox.yaml: loads through the
+real settings code, lists every setting, and holds the built-in defaults
+(which are the appliance's: poll mode every 2 s, /var/lib/edgebox/models)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgebox.settings import Settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "etc" / "edgebox.yaml"
+FIELDS = [f.name for f in dataclasses.fields(Settings)]
+APPLIANCE_DIFFERS: dict[str, object] = {}
+"""Settings the shipped file sets away from the built-in default (none today)."""
+
+
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    return load_settings({}, config_file=CONFIG, environ={})
+
+
+def test_loads_into_valid_settings(settings):
+    assert isinstance(settings, Settings)
+    assert settings.sources == {name: str(CONFIG) for name in FIELDS}
+
+
+def test_lists_exactly_the_settings_fields():
+    keys = list(yaml.safe_load(CONFIG.read_text(encoding="utf-8")))
+    assert sorted(keys) == sorted(FIELDS)
+    assert len(keys) == len(set(keys))
+
+
+def test_values_are_the_defaults_except_the_appliance_choices(settings):
+    defaults = Settings()
+    differing = {
+        name: getattr(settings, name)
+        for name in FIELDS
+        if getattr(settings, name) != getattr(defaults, name)
+    }
+    assert differing == APPLIANCE_DIFFERS
+    # What the appliance needs, whether or not the built-in defaults change.
+    assert settings.model_control_mode == "poll"
+    assert settings.repository_poll_secs == 2.0
+    assert settings.model_repository == Path("/var/lib/edgebox/models")
+
+
+def test_every_setting_has_a_comment():
+    lines = CONFIG.read_text(encoding="utf-8").splitlines()
+    key_line = re.compile(r"^([a-z_]+):")
+    uncommented = []
+    for index, line in enumerate(lines):
+        match = key_line.match(line)
+        if not match:
+            continue
+        # Walk up over the keys of the same group to the comment above them.
+        above = index - 1
+        while above >= 0 and key_line.match(lines[above]):
+            above -= 1
+        if above < 0 or not lines[above].startswith("#"):
+            uncommented.append(match.group(1))
+    assert not uncommented, f"settings without a comment above them: {uncommented}"
+
+
+def test_environment_still_overrides_the_file():
+    settings = load_settings({}, config_file=CONFIG, environ={"EDGEBOX_LOG_VERBOSE": "1"})
+    assert settings.log_verbose == 1
+    assert settings.sources["log_verbose"] == "EDGEBOX_LOG_VERBOSE"
