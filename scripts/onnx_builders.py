@@ -55,7 +55,7 @@ def build_lane_model(path: Path, seed: int = 0) -> Path:
 
     def weight(name: str, shape: tuple[int, ...]) -> onnx.TensorProto:
         fan_in = int(np.prod(shape[1:]))
-        data = rng.standard_normal(shape).astype(np.float32) / np.sqrt(fan_in)
+        data = (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
         return numpy_helper.from_array(data, name)
 
     initializers = [

@@ -7,7 +7,11 @@ otherwise they run on the CPU and the model says so in its notes rather than
 failing, so a repository written for an Orin still serves on a dev machine.
 Session options come from the config ``parameters`` Triton documents
 (``intra_op_thread_count``, ``inter_op_thread_count``, ``execution_mode``,
-``enable_mem_arena``, ``enable_mem_pattern``) and ``optimization.graph.level``.
+``enable_mem_arena``, ``enable_mem_pattern``) and ``optimization.graph.level``;
+parameters named ``session.*`` are passed to ONNX Runtime as session config
+entries under their own names. ONNX Runtime's idle worker threads spin by
+default, which on a small board costs a whole core between requests; edgebox
+turns spinning off unless ``session.intra_op.allow_spinning`` says otherwise.
 Spec: https://github.com/triton-inference-server/onnxruntime_backend
 """
 
@@ -45,6 +49,10 @@ _CONFIG_TYPE_BY_ORT = {
     "tensor(bfloat16)": "TYPE_BF16",
 }
 _GRAPH_LEVELS = {-1: "ORT_ENABLE_BASIC", 1: "ORT_ENABLE_EXTENDED", 2: "ORT_DISABLE_ALL"}
+_SESSION_ENTRY_DEFAULTS = {
+    "session.intra_op.allow_spinning": "0",
+    "session.inter_op.allow_spinning": "0",
+}
 
 
 def _import_onnxruntime():
@@ -195,6 +203,16 @@ def _session_options(ort, context: base.ModelContext):
     level = config.optimization.graph.level
     if level in _GRAPH_LEVELS:
         options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _GRAPH_LEVELS[level])
+    entries = dict(_SESSION_ENTRY_DEFAULTS)
+    entries.update({key: value for key, value in params.items() if key.startswith("session.")})
+    for key, value in entries.items():
+        try:
+            options.add_session_config_entry(key, value)
+        except Exception as exc:
+            raise InvalidArgument(
+                f"{context.where}: parameter '{key}' = '{value}' rejected by ONNX Runtime: "
+                f"{_one_line(exc)}"
+            ) from None
     options.log_severity_level = 3
     return options
 

@@ -454,3 +454,27 @@ def test_cpu_instance_has_no_note(tmp_path: Path, backend: Backend, cpu_only: No
     instance.close()
     backend.unload(context)
     assert context.notes == []
+
+
+def test_idle_worker_threads_do_not_spin_by_default(tmp_path: Path) -> None:
+    from edgebox.backends.onnxruntime import _session_options
+
+    context = context_for(add_add_sub(tmp_path, "quiet"))
+    options = _session_options(onnxruntime, context)
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
+
+
+def test_session_parameters_pass_through_to_onnxruntime(tmp_path: Path) -> None:
+    from edgebox.backends.onnxruntime import _session_options
+
+    model_dir = add_add_sub(tmp_path, "busy")
+    config = model_dir / "config.pbtxt"
+    config.write_text(
+        config.read_text()
+        + 'parameters { key: "session.intra_op.allow_spinning" value: { string_value: "1" } }\n'
+        + 'parameters { key: "session.set_denormal_as_zero" value: { string_value: "1" } }\n'
+    )
+    options = _session_options(onnxruntime, context_for(model_dir))
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"
+    assert options.get_session_config_entry("session.set_denormal_as_zero") == "1"
