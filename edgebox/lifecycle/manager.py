@@ -95,7 +95,11 @@ class LifecycleManager:
         with self._control:
             if config is None:
                 config = self._read_config(name)
-            self._load(name, config, folder)
+            try:
+                self._load(name, config, folder)
+            finally:
+                if self._registry.served_versions(name):
+                    self._retry_dependents(name)
 
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
         with self._control:
@@ -286,6 +290,19 @@ class LifecycleManager:
                     f"{context.where}: ensemble step model '{step.model_name}' "
                     f"is not available: {exc}"
                 ) from None
+
+    def _retry_dependents(self, name: str) -> None:
+        """Ensembles that could not load while ``name`` was missing get another
+        try once it serves; their own files did not change, so nothing else
+        would retry them."""
+        for dependent in dependents_of(name, self._configs):
+            config = self._configs.get(dependent)
+            if config is None or self._registry.served_versions(dependent):
+                continue
+            try:
+                self._load(dependent, config, None)
+            except EdgeboxError as exc:
+                log.info("model '%s' still cannot load: %s", dependent, exc)
 
     def _unload(self, name: str, reason: str) -> None:
         self._retire_versions(name, keep=set(), reason=reason)

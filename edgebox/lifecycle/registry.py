@@ -117,7 +117,7 @@ class ModelRegistry:
             previous = versions.get(served.version)
             versions[served.version] = served
             self._recompute_default(served.name)
-        self.set_status(served.name, served.version, ModelState.READY)
+        self.set_status(served.name, served.version, ModelState.READY, "; ".join(served.notes))
         return previous
 
     def withdraw(self, name: str, version: int) -> ServedModel | None:

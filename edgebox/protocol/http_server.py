@@ -21,6 +21,7 @@ for that long, answered 408 and dropped.
 from __future__ import annotations
 
 import collections
+import json
 import logging
 import socket
 import threading
@@ -65,8 +66,6 @@ Handler = Callable[[HttpRequest], HttpResponse]
 
 
 def json_error_response(status: int, message: str) -> HttpResponse:
-    import json
-
     return HttpResponse(status, [json.dumps({"error": message}).encode()])
 
 

@@ -234,3 +234,39 @@ def test_ensemble_dependencies_load_first_and_cycles_are_refused(tmp_path, stack
         stack.registry.statuses("loop_a")[None].reason
         == "ensemble dependency cycle: 'loop_a' -> 'loop_b' -> 'loop_a'"
     )
+
+
+def test_ensemble_loads_once_its_missing_step_model_arrives(tmp_path, stack):
+    write_model(
+        tmp_path,
+        "pipe",
+        """
+        name: "pipe"
+        platform: "ensemble"
+        input [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]
+        output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]
+        ensemble_scheduling { step [ { model_name: "late" model_version: -1
+            input_map { key: "X" value: "IN" } output_map { key: "Y" value: "OUT" } } ] }
+        """,
+        {"1/.keep": ""},
+    )
+    stack.manager.load_models()
+    assert stack.registry.statuses("pipe")[1].state is ModelState.UNAVAILABLE
+
+    write_model(tmp_path, "late", ECHO_CONFIG.format(name="late"), {"1/model.py": ECHO})
+    stack.manager.load_model("late")
+    response = stack.infer("pipe", input_name="IN")
+    np.testing.assert_array_equal(response.outputs[0].data, [2.0, 4.0])
+
+
+def test_ready_version_carries_the_backends_notes(tmp_path, stack, monkeypatch):
+    import onnxruntime
+
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    model_dir = add_add_sub(tmp_path, "gpu_wanted")
+    config = model_dir / "config.pbtxt"
+    config.write_text(config.read_text() + "instance_group [ { kind: KIND_GPU } ]\n")
+    stack.manager.load_model("gpu_wanted")
+    status = stack.registry.statuses("gpu_wanted")[1]
+    assert status.state is ModelState.READY
+    assert status.reason == "CUDA execution provider not in this onnxruntime build; running on the CPU"
