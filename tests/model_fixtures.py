@@ -26,6 +26,15 @@ output [
 ]
 """
 
+PYTHON_XY_CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: 0
+input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+"""
+"""A python model taking X and returning Y, both FP32 [2]; fill in ``name``."""
+
 
 def write_model(
     repository: Path, name: str, config: str, files: dict[str, str | bytes] | None = None

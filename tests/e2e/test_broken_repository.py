@@ -12,16 +12,8 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import wait_for
-from model_fixtures import ADD_SUB_CONFIG, add_add_sub, write_model
+from model_fixtures import ADD_SUB_CONFIG, PYTHON_XY_CONFIG, add_add_sub, write_model
 from scripts.onnx_builders import build_add_sub
-
-PY_CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: 0
-input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 2 ] }} ]
-output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ 2 ] }} ]
-"""
 
 CRASHING_MODEL = """
 import numpy as np
@@ -69,9 +61,9 @@ def broken(tmp_path_factory):
     repo = root / "repo"
     add_add_sub(repo, "good_onnx")
     write_model(
-        repo, "good_python", PY_CONFIG.format(name="good_python"), {"1/model.py": CRASHING_MODEL}
+        repo, "good_python", PYTHON_XY_CONFIG.format(name="good_python"), {"1/model.py": CRASHING_MODEL}
     )
-    write_model(repo, "hanging", PY_CONFIG.format(name="hanging"), {"1/model.py": HANGING_MODEL})
+    write_model(repo, "hanging", PYTHON_XY_CONFIG.format(name="hanging"), {"1/model.py": HANGING_MODEL})
 
     (repo / "no_config" / "1").mkdir(parents=True)
     build_add_sub(repo / "no_config" / "1" / "model.onnx")
@@ -113,7 +105,7 @@ def broken(tmp_path_factory):
     write_model(
         repo,
         "import_error",
-        PY_CONFIG.format(name="import_error"),
+        PYTHON_XY_CONFIG.format(name="import_error"),
         {"1/model.py": "import not_a_module_anywhere\n"},
     )
     write_model(

@@ -18,15 +18,7 @@ from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.lifecycle.states import ModelState
 from edgebox.tensors import InferRequest, Tensor
 from fakes import blocking_gate
-from model_fixtures import add_add_sub, write_model
-
-ECHO_CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: 0
-input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 2 ] }} ]
-output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ 2 ] }} ]
-"""
+from model_fixtures import PYTHON_XY_CONFIG, add_add_sub, write_model
 
 GATED_ECHO = """
 import triton_python_backend_utils as pb_utils
@@ -87,14 +79,14 @@ def stack(tmp_path):
 
 
 def test_reload_keeps_inflight_requests(tmp_path, stack):
-    write_model(tmp_path, "gated", ECHO_CONFIG.format(name="gated"), {"1/model.py": GATED_ECHO})
+    write_model(tmp_path, "gated", PYTHON_XY_CONFIG.format(name="gated"), {"1/model.py": GATED_ECHO})
     stack.manager.load_model("gated")
     result: dict = {}
     worker = threading.Thread(target=lambda: result.update(response=stack.infer("gated")))
     worker.start()
     assert blocking_gate.entered.wait(10)
 
-    write_model(tmp_path, "gated", ECHO_CONFIG.format(name="gated"), {"2/model.py": ECHO})
+    write_model(tmp_path, "gated", PYTHON_XY_CONFIG.format(name="gated"), {"2/model.py": ECHO})
     stack.manager.load_model("gated")
     assert stack.infer("gated").model_version == "2"
     assert blocking_gate.finalized == [], "version 1 closed while a request was inside it"
@@ -109,9 +101,9 @@ def test_reload_keeps_inflight_requests(tmp_path, stack):
 
 
 def test_bad_new_version_keeps_the_good_one_serving(tmp_path, stack):
-    write_model(tmp_path, "echo", ECHO_CONFIG.format(name="echo"), {"1/model.py": ECHO})
+    write_model(tmp_path, "echo", PYTHON_XY_CONFIG.format(name="echo"), {"1/model.py": ECHO})
     stack.manager.load_model("echo")
-    write_model(tmp_path, "echo", ECHO_CONFIG.format(name="echo"), {"2/model.py": "def broken(:\n"})
+    write_model(tmp_path, "echo", PYTHON_XY_CONFIG.format(name="echo"), {"2/model.py": "def broken(:\n"})
     with pytest.raises(
         Unavailable,
         match=r"model 'echo': .*SyntaxError.*model.py line 1.*still serving version\(s\) \[1\]",
@@ -123,7 +115,7 @@ def test_bad_new_version_keeps_the_good_one_serving(tmp_path, stack):
     assert "SyntaxError" in statuses[2].reason
     assert statuses[1].state is ModelState.READY
 
-    write_model(tmp_path, "echo", ECHO_CONFIG.format(name="echo"), {"2/model.py": ECHO})
+    write_model(tmp_path, "echo", PYTHON_XY_CONFIG.format(name="echo"), {"2/model.py": ECHO})
     stack.manager.load_model("echo")
     assert stack.infer("echo").model_version == "2"
     wait_for(
@@ -213,7 +205,7 @@ def test_ensemble_dependencies_load_first_and_cycles_are_refused(tmp_path, stack
         """,
         {"1/.keep": ""},
     )
-    write_model(tmp_path, "z_echo", ECHO_CONFIG.format(name="z_echo"), {"1/model.py": ECHO})
+    write_model(tmp_path, "z_echo", PYTHON_XY_CONFIG.format(name="z_echo"), {"1/model.py": ECHO})
     for name, other in (("loop_a", "loop_b"), ("loop_b", "loop_a")):
         write_model(
             tmp_path,
@@ -253,7 +245,7 @@ def test_ensemble_loads_once_its_missing_step_model_arrives(tmp_path, stack):
     stack.manager.load_models()
     assert stack.registry.statuses("pipe")[1].state is ModelState.UNAVAILABLE
 
-    write_model(tmp_path, "late", ECHO_CONFIG.format(name="late"), {"1/model.py": ECHO})
+    write_model(tmp_path, "late", PYTHON_XY_CONFIG.format(name="late"), {"1/model.py": ECHO})
     stack.manager.load_model("late")
     response = stack.infer("pipe", input_name="IN")
     np.testing.assert_array_equal(response.outputs[0].data, [2.0, 4.0])
