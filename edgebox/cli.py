@@ -1,4 +1,5 @@
-"""Command line: ``edgebox serve``, ``edgebox check``, ``edgebox --version``.
+"""Command line: ``edgebox serve``, ``edgebox check``, ``edgebox publish``,
+``edgebox --version``.
 
 Flags take Triton's names where Triton has the flag (``--model-repository``,
 ``--model-control-mode``, ``--repository-poll-secs``, ``--load-model``,
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 from edgebox import __version__
+from edgebox.errors import EdgeboxError
 from edgebox.settings import CONTROL_MODES, SettingsError, load_settings
 
 EXIT_OK = 0
@@ -76,6 +78,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="validate a model repository and list every problem")
     check.add_argument("repository", type=Path)
+
+    publish = commands.add_parser(
+        "publish",
+        help="copy a model version into a repository atomically (safe while the daemon polls)",
+    )
+    publish.add_argument(
+        "source",
+        type=Path,
+        metavar="MODEL_DIR_OR_FILE",
+        help="model file (model.onnx, model.plan, model.py) or a folder holding the version",
+    )
+    publish.add_argument(
+        "--model", required=True, metavar="NAME", help="model name (its folder in the repository)"
+    )
+    publish.add_argument(
+        "--version", default=None, metavar="N", help="version number (default: highest + 1)"
+    )
+    publish.add_argument(
+        "--repository", type=Path, required=True, metavar="REPO", help="model repository folder"
+    )
+    publish.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="config.pbtxt to install with the version (required for a new model)",
+    )
     return parser
 
 
@@ -86,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(args)
     if args.command == "check":
         return _check(args.repository)
+    if args.command == "publish":
+        return _publish(args)
     parser.print_help()
     return EXIT_OK
 
@@ -122,6 +153,25 @@ def _check(repository: Path) -> int:
         print(f"{len(problems)} problem(s) found in {repository}", file=sys.stderr)
         return EXIT_PROBLEMS
     print(f"{repository}: no problems found", file=sys.stderr)
+    return EXIT_OK
+
+
+def _publish(args: argparse.Namespace) -> int:
+    from edgebox.repository.publish import ConfigRejected, publish_version
+
+    try:
+        path = publish_version(
+            args.source, args.repository, args.model, version=args.version, config=args.config
+        )
+    except ConfigRejected as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"edgebox: {exc}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    except EdgeboxError as exc:
+        print(f"edgebox: {exc}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    print(f"published model '{args.model}' version {path.name} to {path}")
     return EXIT_OK
 
 

@@ -12,6 +12,7 @@ numpy has no bfloat16, so BF16 tensors carry their raw bits as ``uint16``.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,42 @@ def config_type_to_datatype(config_type: str) -> str:
 
 def datatype_to_config_type(datatype: str) -> str:
     return "TYPE_STRING" if datatype == "BYTES" else f"TYPE_{datatype}"
+
+
+_LENGTH = struct.Struct("<I")
+
+
+def serialize_bytes(array: np.ndarray) -> bytes:
+    """BYTES elements as Triton lays them out: a 4-byte little-endian length,
+    then the bytes, element after element in row-major order."""
+    parts = []
+    for item in array.ravel():
+        value = item if isinstance(item, bytes) else str(item).encode("utf-8")
+        parts.append(_LENGTH.pack(len(value)))
+        parts.append(value)
+    return b"".join(parts)
+
+
+def deserialize_bytes(raw, count: int) -> np.ndarray:
+    """``count`` length-prefixed elements from ``raw``, as a flat object array;
+    ValueError says what is wrong with the layout."""
+    array = np.empty(count, dtype=object)
+    offset = 0
+    size = len(raw)
+    for index in range(count):
+        if offset + 4 > size:
+            raise ValueError(f"BYTES data ends after {index} of {count} elements")
+        (length,) = _LENGTH.unpack_from(raw, offset)
+        offset += 4
+        if offset + length > size:
+            raise ValueError(
+                f"BYTES element {index} claims {length} bytes but only {size - offset} remain"
+            )
+        array[index] = bytes(raw[offset : offset + length])
+        offset += length
+    if offset != size:
+        raise ValueError(f"{size - offset} bytes left over after {count} BYTES elements")
+    return array
 
 
 @dataclass(slots=True)

@@ -1,8 +1,9 @@
-"""The command line: ``edgebox --version``, ``edgebox check REPOSITORY`` and
-``edgebox serve`` refusing bad settings before it starts anything.
+"""The command line: ``edgebox --version``, ``edgebox check REPOSITORY``,
+``edgebox publish`` and ``edgebox serve`` refusing bad settings before it starts
+anything.
 
-``check`` runs as ``python -m edgebox check`` in a subprocess, as a user would
-run it; the rest call ``cli.main`` in-process.
+``check`` and one ``publish`` run as ``python -m edgebox ...`` in a subprocess,
+as a user would run them; the rest call ``cli.main`` in-process.
 """
 
 from __future__ import annotations
@@ -211,3 +212,129 @@ def test_serve_without_the_repository_folder_exits_with_config_status(
     assert capsys.readouterr().err == (
         f"edgebox: setting 'model_repository' (--model-repository): '{missing}' is not a folder\n"
     )
+
+
+# ------------------------------------------------------------------ publish
+
+
+def test_publish_prints_the_published_version(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    add_add_sub(repo)
+    source = build_add_sub(tmp_path / "build" / "model.onnx")
+
+    result = run_edgebox("publish", str(source), "--model", "add_sub", "--repository", str(repo))
+
+    assert (result.returncode, result.stderr) == (EXIT_OK, "")
+    assert result.stdout == f"published model 'add_sub' version 2 to {repo}/add_sub/2\n"
+    assert (repo / "add_sub" / "2" / "model.onnx").read_bytes() == source.read_bytes()
+
+
+def test_publish_installs_the_config_of_a_new_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    source = build_add_sub(tmp_path / "build" / "model.onnx")
+    config = tmp_path / "build" / "config.pbtxt"
+    config.write_text(ADD_SUB_CONFIG.format(name="adder"))
+
+    code = main(
+        ["publish", str(source), "--model", "adder", "--version", "3",
+         "--repository", str(repo), "--config", str(config)]
+    )  # fmt: skip
+
+    assert code == EXIT_OK
+    assert capsys.readouterr() == (f"published model 'adder' version 3 to {repo}/adder/3\n", "")
+    assert sorted(os.listdir(repo / "adder")) == ["3", "config.pbtxt"]
+    assert (repo / "adder" / "config.pbtxt").read_text() == config.read_text()
+
+
+def test_publish_refuses_an_existing_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = add_add_sub(tmp_path)
+    before = (model / "1" / "model.onnx").read_bytes()
+    source = tmp_path / "model.onnx"
+    source.write_bytes(b"another model")
+
+    code = main(
+        ["publish", str(source), "--model", "add_sub", "--version", "1",
+         "--repository", str(tmp_path)]
+    )  # fmt: skip
+
+    assert code == EXIT_PROBLEMS
+    assert capsys.readouterr() == (
+        "",
+        f"edgebox: model 'add_sub' version 1: '{model}/1' already exists; "
+        "versions are never overwritten, publish a new version number\n",
+    )
+    assert (model / "1" / "model.onnx").read_bytes() == before
+    assert sorted(os.listdir(model)) == ["1", "config.pbtxt"]
+
+
+@pytest.mark.parametrize("version", ["0", "01", "latest"])
+def test_publish_names_the_version_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str
+) -> None:
+    add_add_sub(tmp_path)
+    source = build_add_sub(tmp_path / "build" / "model.onnx")
+
+    code = main(
+        ["publish", str(source), "--model", "add_sub", "--version", version,
+         "--repository", str(tmp_path)]
+    )  # fmt: skip
+
+    assert code == EXIT_PROBLEMS
+    assert capsys.readouterr().err == (
+        f"edgebox: version '{version}': a version folder is named with a positive integer "
+        "without a leading zero\n"
+    )
+
+
+def test_publish_lists_config_problems_with_their_location(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    source = build_add_sub(tmp_path / "build" / "model.onnx")
+    config = tmp_path / "build" / "config.pbtxt"
+    config.write_text('platform: "onnxruntime_onnx"\nmax_batch_size 8\n')
+
+    code = main(
+        ["publish", str(source), "--model", "add_sub", "--repository", str(repo),
+         "--config", str(config)]
+    )  # fmt: skip
+
+    assert code == EXIT_PROBLEMS
+    assert capsys.readouterr() == (
+        "",
+        f"{config}:2:16: 'max_batch_size 8': Expected \":\".\n"
+        f"edgebox: model 'add_sub': config '{config}' has 1 problem(s); nothing published\n",
+    )
+    assert os.listdir(repo) == []
+
+
+def test_publish_without_a_config_for_a_new_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = build_add_sub(tmp_path / "build" / "model.onnx")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    code = main(["publish", str(source), "--model", "add_sub", "--repository", str(repo)])
+
+    assert code == EXIT_PROBLEMS
+    assert capsys.readouterr().err == (
+        f"edgebox: model 'add_sub' has no config.pbtxt in {repo}; pass --config FILE\n"
+    )
+    assert os.listdir(repo) == []
+
+
+def test_publish_requires_the_model_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["publish", str(tmp_path / "model.onnx"), "--repository", str(tmp_path)])
+
+    assert info.value.code == 2
+    assert "the following arguments are required: --model" in capsys.readouterr().err

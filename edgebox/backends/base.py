@@ -5,10 +5,12 @@ requests and returns one result per request, in order: a response, or the
 EdgeboxError that request failed with. Raising from ``execute`` fails every
 request of the call; the daemon keeps running either way.
 
-``execute`` may assume its requests were validated against the model's config
-(names, datatypes, shapes, batch size) and reshaped to the model's shapes, and
-that no other thread is inside ``execute`` of the same instance: the instance
-pool hands each instance to one caller at a time. Which thread that is varies,
+``execute`` gets one request, or a dynamic batch: requests that share input
+names, datatypes and shapes apart from the batch dimension, whose batch sizes
+add up to at most ``max_batch_size``. It may assume they were validated against
+the model's config and reshaped to the model's shapes, and that no other thread
+is inside ``execute`` of the same instance: each instance serves one caller or
+one batcher worker at a time. Which thread that is varies,
 so an instance that needs thread affinity (a CUDA context) keeps its own thread.
 """
 

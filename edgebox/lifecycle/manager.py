@@ -21,10 +21,12 @@ from edgebox.errors import ConfigError, EdgeboxError, NotFound, Unavailable
 from edgebox.lifecycle.dependencies import composing_models, dependents_of, load_order
 from edgebox.lifecycle.registry import ModelRegistry, ServedModel
 from edgebox.lifecycle.states import ModelState
+from edgebox.lifecycle.warmup import run_warmup
 from edgebox.repository.config import ModelConfig, backend_of, read_model_config
 from edgebox.repository.layout import ModelFolder, scan_model, scan_repository
 from edgebox.repository.version_policy import missing_specific_versions, select_versions
 from edgebox.scheduling.direct import DirectScheduler
+from edgebox.scheduling.dynamic_batcher import DynamicBatcher
 from edgebox.scheduling.ensemble_scheduler import EnsembleScheduler
 from edgebox.scheduling.instance_pool import InstancePool, instance_specs
 from edgebox.signature import ModelSignature
@@ -268,7 +270,19 @@ class LifecycleManager:
             InstancePool(instances).close()
             backend.unload(context)
             raise
-        scheduler = DirectScheduler(InstancePool(instances), signature, context.where)
+        pool = InstancePool(instances)
+        if config.HasField("dynamic_batching") and config.max_batch_size > 0:
+            scheduler = DynamicBatcher(pool, signature, config, context.where)
+        else:
+            if config.HasField("dynamic_batching"):
+                context.notes.append("dynamic_batching ignored: max_batch_size is 0")
+            scheduler = DirectScheduler(pool, signature, context.where)
+        try:
+            run_warmup(scheduler, config, signature, context.model_dir, context.where)
+        except BaseException:
+            scheduler.close()
+            backend.unload(context)
+            raise
         return ServedModel(
             context.name,
             context.version,

@@ -10,14 +10,11 @@ Spec: https://github.com/triton-inference-server/server/blob/main/docs/protocol/
 from __future__ import annotations
 
 import math
-import struct
 
 import numpy as np
 
 from edgebox.errors import InvalidArgument
-from edgebox.tensors import Tensor, numpy_dtype
-
-_LENGTH = struct.Struct("<I")
+from edgebox.tensors import Tensor, deserialize_bytes, numpy_dtype, serialize_bytes
 
 
 def decode_tensor(where: str, datatype: str, shape: list[int], raw: memoryview) -> np.ndarray:
@@ -41,33 +38,8 @@ def encode_tensor(tensor: Tensor):
     return np.ascontiguousarray(tensor.data)
 
 
-def serialize_bytes(array: np.ndarray) -> bytes:
-    parts = []
-    for item in array.ravel():
-        value = item if isinstance(item, bytes) else str(item).encode("utf-8")
-        parts.append(_LENGTH.pack(len(value)))
-        parts.append(value)
-    return b"".join(parts)
-
-
 def _decode_bytes(where: str, shape: list[int], count: int, raw: memoryview) -> np.ndarray:
-    array = np.empty(count, dtype=object)
-    offset = 0
-    size = len(raw)
-    for index in range(count):
-        if offset + 4 > size:
-            raise InvalidArgument(f"{where}: BYTES data ends after {index} of {count} elements")
-        (length,) = _LENGTH.unpack_from(raw, offset)
-        offset += 4
-        if offset + length > size:
-            raise InvalidArgument(
-                f"{where}: BYTES element {index} claims {length} bytes but only "
-                f"{size - offset} remain"
-            )
-        array[index] = bytes(raw[offset : offset + length])
-        offset += length
-    if offset != size:
-        raise InvalidArgument(
-            f"{where}: {size - offset} bytes left over after {count} BYTES elements"
-        )
-    return array.reshape(shape)
+    try:
+        return deserialize_bytes(raw, count).reshape(shape)
+    except ValueError as exc:
+        raise InvalidArgument(f"{where}: {exc}") from None

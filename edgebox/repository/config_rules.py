@@ -44,6 +44,14 @@ def check_model_config(config) -> list[Problem]:
                     f"instance_group count must be >= 0, got {group.count}",
                 )
             )
+    for index, warmup in enumerate(config.model_warmup):
+        where = f"model_warmup[{index}]"
+        if is_ensemble:
+            problems.append((where, "an ensemble cannot have model_warmup; its steps' models can"))
+        if warmup.batch_size < 1:
+            problems.append((where, f"model_warmup '{warmup.name}': batch_size must be >= 1"))
+        if not warmup.inputs:
+            problems.append((where, f"model_warmup '{warmup.name}': list its inputs"))
     if is_ensemble:
         problems += _check_ensemble(config)
     elif config.HasField("ensemble_scheduling"):

@@ -17,7 +17,13 @@ import time
 from pathlib import Path
 
 from edgebox.errors import EdgeboxError
-from edgebox.repository.layout import ModelFolder, RepositorySnapshot, scan_repository
+from edgebox.repository.config import CONFIG_FILENAME
+from edgebox.repository.layout import (
+    Fingerprint,
+    ModelFolder,
+    RepositorySnapshot,
+    scan_repository,
+)
 from edgebox.repository.settle import SettleTracker
 
 log = logging.getLogger(__name__)
@@ -32,7 +38,7 @@ class RepositoryPoller:
         self._interval_s = poll_interval_s
         self._settle = SettleTracker()
         self._applied: dict[str, tuple] = {}
-        self._waiting: dict[str, list[int]] = {}
+        self._waiting: dict[str, list[str]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="repository-poller", daemon=True)
 
@@ -40,8 +46,7 @@ class RepositoryPoller:
         """Remember the repository as loaded at startup, so the first poll only
         acts on what changes afterwards."""
         snapshot = self._scan()
-        folders = [v for m in snapshot.models.values() for v in m.versions.values()]
-        self._settle.prime(folders, self._poll_started_ns)
+        self._settle.prime(_prints(snapshot), self._poll_started_ns)
         for name, folder in snapshot.models.items():
             self._applied[name] = _key(folder)
 
@@ -59,8 +64,7 @@ class RepositoryPoller:
 
     def poll_once(self) -> None:
         snapshot = self._scan()
-        folders = [v for m in snapshot.models.values() for v in m.versions.values()]
-        settled = self._settle.settled(folders, self._poll_started_ns)
+        settled = self._settle.settled(_prints(snapshot), self._poll_started_ns)
         for name in sorted(set(self._applied) - set(snapshot.models)):
             log.info("model '%s': folder removed from the repository", name)
             self._applied.pop(name)
@@ -72,10 +76,12 @@ class RepositoryPoller:
             key = _key(folder)
             if self._applied.get(name) == key:
                 continue
-            waiting = sorted(n for n, v in folder.versions.items() if v.path not in settled)
+            waiting = [f"version {n}" for n, v in folder.versions.items() if v.path not in settled]
+            if folder.path / CONFIG_FILENAME not in settled:
+                waiting.insert(0, CONFIG_FILENAME)
             if waiting:
                 if self._waiting.get(name) != waiting:
-                    log.info("model '%s': version(s) %s still changing; waiting", name, waiting)
+                    log.info("model '%s': %s still changing; waiting", name, ", ".join(waiting))
                 self._waiting[name] = waiting
                 continue
             self._waiting.pop(name, None)
@@ -95,6 +101,15 @@ class RepositoryPoller:
                 self.poll_once()
             except Exception:
                 log.exception("repository poll failed; will poll again")
+
+
+def _prints(snapshot: RepositorySnapshot) -> dict[Path, Fingerprint]:
+    prints: dict[Path, Fingerprint] = {}
+    for folder in snapshot.models.values():
+        prints[folder.path / CONFIG_FILENAME] = folder.config_fingerprint
+        for version in folder.versions.values():
+            prints[version.path] = version.fingerprint
+    return prints
 
 
 def _key(folder: ModelFolder) -> tuple:

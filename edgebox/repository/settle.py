@@ -1,5 +1,5 @@
-"""The half-copy guard: a version folder is taken only once its files stopped
-changing.
+"""The half-copy guard: a version folder (or a ``config.pbtxt``) is taken only
+once its files stopped changing.
 
 A folder is settled when its fingerprint (every file's size, mtime and ctime)
 is the same on two consecutive polls, or, on first sight, when nothing in it
@@ -7,6 +7,8 @@ changed since well before the previous poll: it was complete before it became
 visible, i.e. it arrived by an atomic rename. ctime counts because copies that
 preserve mtimes (``cp -a``, rsync) cannot preserve it. The folder's own mtime is
 part of the fingerprint, so a file appearing or vanishing counts as a change.
+Something absent (an empty fingerprint, e.g. a model folder without its config
+yet) settles once it has stayed absent for two polls.
 File times come from the kernel's coarse clock, a few milliseconds behind
 ``time.time_ns()``; ``CLOCK_MARGIN_NS`` keeps a file written during a scan from
 passing as older than that scan.
@@ -14,9 +16,10 @@ passing as older than that scan.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-from edgebox.repository.layout import Fingerprint, VersionFolder
+from edgebox.repository.layout import Fingerprint
 
 CLOCK_MARGIN_NS = 1_000_000_000
 
@@ -28,28 +31,27 @@ class SettleTracker:
         self._previous: dict[Path, Fingerprint] = {}
         self._previous_poll_ns: int | None = None
 
-    def prime(self, folders: list[VersionFolder], poll_started_ns: int) -> None:
-        """Take these folders as already settled (what startup loaded)."""
-        self._previous = {folder.path: folder.fingerprint for folder in folders}
+    def prime(self, prints: Mapping[Path, Fingerprint], poll_started_ns: int) -> None:
+        """Take these as already settled (what startup loaded)."""
+        self._previous = dict(prints)
         self._previous_poll_ns = poll_started_ns
 
-    def settled(self, folders: list[VersionFolder], poll_started_ns: int) -> set[Path]:
-        """Paths of the folders that may be loaded now; call once per poll."""
+    def settled(self, prints: Mapping[Path, Fingerprint], poll_started_ns: int) -> set[Path]:
+        """The paths whose contents may be loaded now; call once per poll with
+        the fingerprint of every version folder and config file seen."""
         ready: set[Path] = set()
-        current: dict[Path, Fingerprint] = {}
-        for folder in folders:
-            current[folder.path] = folder.fingerprint
-            if not folder.fingerprint:
-                continue
-            before = self._previous.get(folder.path)
-            if before == folder.fingerprint or (before is None and self._arrived_complete(folder)):
-                ready.add(folder.path)
-        self._previous = current
+        for path, fingerprint in prints.items():
+            before = self._previous.get(path)
+            if before == fingerprint or (
+                before is None and fingerprint and self._arrived_complete(fingerprint)
+            ):
+                ready.add(path)
+        self._previous = dict(prints)
         self._previous_poll_ns = poll_started_ns
         return ready
 
-    def _arrived_complete(self, folder: VersionFolder) -> bool:
+    def _arrived_complete(self, fingerprint: Fingerprint) -> bool:
         if self._previous_poll_ns is None:
             return False
-        newest = max(max(mtime, ctime) for _, _, mtime, ctime in folder.fingerprint)
+        newest = max(max(mtime, ctime) for _, _, mtime, ctime in fingerprint)
         return newest < self._previous_poll_ns - CLOCK_MARGIN_NS

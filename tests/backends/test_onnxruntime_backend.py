@@ -478,3 +478,27 @@ def test_session_parameters_pass_through_to_onnxruntime(tmp_path: Path) -> None:
     options = _session_options(onnxruntime, context_for(model_dir))
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"
     assert options.get_session_config_entry("session.set_denormal_as_zero") == "1"
+
+
+def test_a_dynamic_batch_runs_as_one_session_call_and_splits_back(tmp_path: Path, backend: Backend) -> None:
+    context = context_for(add_add_sub(tmp_path))
+    backend.complete_config(context)
+    instance = backend.load_instance(context, InstanceSpec("add_sub_0_0", "CPU"))
+    calls = []
+    real_run = instance._session.run
+    instance._session.run = lambda names, feeds: calls.append(feeds["INPUT0"].shape) or real_run(names, feeds)
+    a1, a2 = np.arange(16, dtype=np.float32).reshape(1, 16), np.full((2, 16), 3, np.float32)
+    b1, b2 = np.ones((1, 16), np.float32), np.ones((2, 16), np.float32)
+    first = InferRequest("add_sub", [Tensor("INPUT0", "FP32", a1), Tensor("INPUT1", "FP32", b1)], id="1",
+                         outputs=[RequestedOutput("OUTPUT1")])
+    second = InferRequest("add_sub", [Tensor("INPUT0", "FP32", a2), Tensor("INPUT1", "FP32", b2)], id="2")
+
+    results = instance.execute([first, second])
+    instance.close()
+    backend.unload(context)
+
+    assert calls == [(3, 16)]
+    assert [r.id for r in results] == ["1", "2"]
+    np.testing.assert_array_equal(results[0].output("OUTPUT1").data, a1 - b1)
+    np.testing.assert_array_equal(results[1].output("OUTPUT0").data, a2 + b2)
+    np.testing.assert_array_equal(results[1].output("OUTPUT1").data, a2 - b2)

@@ -50,7 +50,7 @@ def test_versions_follow_the_repository(tmp_path, start_daemon):
         partial.write(whole[:100])
         partial.flush()
         wait_for(
-            lambda: "version(s) [3] still changing; waiting" in daemon.log(),
+            lambda: "model 'add_sub': version 3 still changing; waiting" in daemon.log(),
             what="the poller to see the copy",
         )
         partial.write(whole[100:])

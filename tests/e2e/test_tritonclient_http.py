@@ -52,7 +52,7 @@ class TritonPythonModel:
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    from conftest import DaemonProcess
+    from daemon_process import DaemonProcess
 
     root = tmp_path_factory.mktemp("e2e")
     repository = copy_demo_repository(root / "repo")

@@ -9,14 +9,8 @@ import numpy as np
 import pytest
 
 from daemon_process import wait_for
-from edgebox.backends import BackendCatalog
-from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError, Unavailable
-from edgebox.events import EventBus, ModelStateChanged
-from edgebox.lifecycle.manager import LifecycleManager
-from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.lifecycle.states import ModelState
-from edgebox.tensors import InferRequest, Tensor
 from fakes import blocking_gate
 from model_fixtures import PYTHON_XY_CONFIG, add_add_sub, write_model
 
@@ -53,33 +47,10 @@ class TritonPythonModel:
 """
 
 
-class Stack:
-    def __init__(self, repository):
-        self.bus = EventBus()
-        self.events = self.bus.subscribe(ModelStateChanged)
-        self.registry = ModelRegistry(self.bus)
-        self.manager = LifecycleManager(
-            repository, self.registry, BackendCatalog(), infer=lambda r: self.dataplane.infer(r)
-        )
-        self.dataplane = DataPlane(self.registry, self.manager, control_mode="explicit")
-
-    def infer(self, model: str, version: str = "", input_name: str = "X"):
-        data = np.array([1.0, 2.0], dtype=np.float32)
-        request = InferRequest(model, [Tensor(input_name, "FP32", data)], model_version=version)
-        return self.dataplane.infer(request)
-
-
-@pytest.fixture
-def stack(tmp_path):
-    blocking_gate.reset()
-    stack = Stack(tmp_path)
-    yield stack
-    blocking_gate.release.set()
-    stack.manager.unload_all(timeout_s=10)
-
-
 def test_reload_keeps_inflight_requests(tmp_path, stack):
-    write_model(tmp_path, "gated", PYTHON_XY_CONFIG.format(name="gated"), {"1/model.py": GATED_ECHO})
+    write_model(
+        tmp_path, "gated", PYTHON_XY_CONFIG.format(name="gated"), {"1/model.py": GATED_ECHO}
+    )
     stack.manager.load_model("gated")
     result: dict = {}
     worker = threading.Thread(target=lambda: result.update(response=stack.infer("gated")))
@@ -103,7 +74,9 @@ def test_reload_keeps_inflight_requests(tmp_path, stack):
 def test_bad_new_version_keeps_the_good_one_serving(tmp_path, stack):
     write_model(tmp_path, "echo", PYTHON_XY_CONFIG.format(name="echo"), {"1/model.py": ECHO})
     stack.manager.load_model("echo")
-    write_model(tmp_path, "echo", PYTHON_XY_CONFIG.format(name="echo"), {"2/model.py": "def broken(:\n"})
+    write_model(
+        tmp_path, "echo", PYTHON_XY_CONFIG.format(name="echo"), {"2/model.py": "def broken(:\n"}
+    )
     with pytest.raises(
         Unavailable,
         match=r"model 'echo': .*SyntaxError.*model.py line 1.*still serving version\(s\) \[1\]",
@@ -261,4 +234,6 @@ def test_ready_version_carries_the_backends_notes(tmp_path, stack, monkeypatch):
     stack.manager.load_model("gpu_wanted")
     status = stack.registry.statuses("gpu_wanted")[1]
     assert status.state is ModelState.READY
-    assert status.reason == "CUDA execution provider not in this onnxruntime build; running on the CPU"
+    assert (
+        status.reason == "CUDA execution provider not in this onnxruntime build; running on the CPU"
+    )

@@ -157,11 +157,16 @@ def test_removed_version_reloads_the_model(tmp_path, manager, primed) -> None:
     assert manager.take_calls() == [("load_model", "add_sub", [1])]
 
 
-def test_config_change_reloads_at_once(tmp_path, manager, primed) -> None:
+def test_config_change_reloads_once_the_file_settles(tmp_path, manager, primed) -> None:
     model = add_model(tmp_path, "add_sub")
     poller = primed()
 
+    (model / "config.pbtxt").write_bytes(CONFIG[: len(CONFIG) // 2])
+    poller.poll_once()
+    assert manager.take_calls() == []
     (model / "config.pbtxt").write_bytes(CONFIG + b"dynamic_batching { }\n")
+    poller.poll_once()
+    assert manager.take_calls() == []
     poller.poll_once()
     assert manager.take_calls() == [("load_model", "add_sub", [1])]
 
@@ -180,6 +185,7 @@ def test_failed_load_is_not_retried_until_files_change(tmp_path, manager, primed
     assert manager.take_calls() == []
 
     (model / "config.pbtxt").write_bytes(CONFIG + b"# fixed\n")
+    poller.poll_once()
     poller.poll_once()
     assert manager.take_calls() == [("load_model", "add_sub", [1, 2])]
 
@@ -212,6 +218,7 @@ def test_failed_forget_does_not_stop_the_poll(tmp_path, manager, primed) -> None
     manager.forget_model = failing_forget
     shutil.rmtree(tmp_path / "gone")
     (stays / "config.pbtxt").write_bytes(CONFIG + b"# edited\n")
+    poller.poll_once()
     poller.poll_once()
     assert manager.take_calls() == [("forget_model", "gone"), ("load_model", "stays", [1])]
 

@@ -31,19 +31,23 @@ def scanned_version(model_dir: Path, number: int = 1) -> VersionFolder:
     return scan_model(model_dir).versions[number]
 
 
+def prints(*folders: VersionFolder) -> dict[Path, tuple]:
+    return {folder.path: folder.fingerprint for folder in folders}
+
+
 def test_first_poll_settles_nothing(tmp_path: Path) -> None:
     (tmp_path / "m" / "1").mkdir(parents=True)
     (tmp_path / "m" / "1" / "model.onnx").write_bytes(b"onnx")
     tracker = SettleTracker()
-    assert tracker.settled([scanned_version(tmp_path / "m")], T0) == set()
+    assert tracker.settled(prints(scanned_version(tmp_path / "m")), T0) == set()
 
 
 def test_unchanged_across_two_polls_is_settled(tmp_path: Path) -> None:
     (tmp_path / "m" / "1").mkdir(parents=True)
     (tmp_path / "m" / "1" / "model.onnx").write_bytes(b"onnx")
     tracker = SettleTracker()
-    tracker.settled([scanned_version(tmp_path / "m")], T0)
-    assert tracker.settled([scanned_version(tmp_path / "m")], T0 + 2 * SECOND_NS) == {
+    tracker.settled(prints(scanned_version(tmp_path / "m")), T0)
+    assert tracker.settled(prints(scanned_version(tmp_path / "m")), T0 + 2 * SECOND_NS) == {
         tmp_path / "m" / "1"
     }
 
@@ -53,12 +57,12 @@ def test_folder_changing_between_polls_is_not_settled(tmp_path: Path) -> None:
     model_file.parent.mkdir(parents=True)
     model_file.write_bytes(b"first half")
     tracker = SettleTracker()
-    tracker.settled([scanned_version(tmp_path / "m")], T0)
+    tracker.settled(prints(scanned_version(tmp_path / "m")), T0)
 
     with open(model_file, "ab") as handle:
         handle.write(b", second half")
-    assert tracker.settled([scanned_version(tmp_path / "m")], T0 + 2 * SECOND_NS) == set()
-    assert tracker.settled([scanned_version(tmp_path / "m")], T0 + 4 * SECOND_NS) == {
+    assert tracker.settled(prints(scanned_version(tmp_path / "m")), T0 + 2 * SECOND_NS) == set()
+    assert tracker.settled(prints(scanned_version(tmp_path / "m")), T0 + 4 * SECOND_NS) == {
         model_file.parent
     }
 
@@ -68,64 +72,64 @@ def test_file_appearing_between_polls_is_a_change(tmp_path: Path) -> None:
     version.mkdir(parents=True)
     (version / "model.onnx").write_bytes(b"onnx")
     tracker = SettleTracker()
-    tracker.settled([scanned_version(tmp_path / "m")], T0)
+    tracker.settled(prints(scanned_version(tmp_path / "m")), T0)
     (version / "model.onnx.sha256").write_bytes(b"")
-    assert tracker.settled([scanned_version(tmp_path / "m")], T0 + 2 * SECOND_NS) == set()
+    assert tracker.settled(prints(scanned_version(tmp_path / "m")), T0 + 2 * SECOND_NS) == set()
 
 
 def test_empty_version_folder_settles_after_two_polls(tmp_path: Path) -> None:
     (tmp_path / "m" / "1").mkdir(parents=True)
     tracker = SettleTracker()
-    assert tracker.settled([scanned_version(tmp_path / "m")], T0) == set()
-    assert tracker.settled([scanned_version(tmp_path / "m")], T0 + 2 * SECOND_NS) == {
+    assert tracker.settled(prints(scanned_version(tmp_path / "m")), T0) == set()
+    assert tracker.settled(prints(scanned_version(tmp_path / "m")), T0 + 2 * SECOND_NS) == {
         tmp_path / "m" / "1"
     }
 
 
 def test_folder_complete_before_the_previous_poll_is_settled_at_first_sight() -> None:
     tracker = SettleTracker()
-    tracker.settled([], T0)
+    tracker.settled(prints(), T0)
     moved_in = folder_with_times("/repo/m/1", newest_ns=T0 - 60 * SECOND_NS)
-    assert tracker.settled([moved_in], T0 + 2 * SECOND_NS) == {Path("/repo/m/1")}
+    assert tracker.settled(prints(moved_in), T0 + 2 * SECOND_NS) == {Path("/repo/m/1")}
 
 
 def test_folder_written_after_the_previous_poll_waits_for_the_next() -> None:
     tracker = SettleTracker()
-    tracker.settled([], T0)
+    tracker.settled(prints(), T0)
     copying = folder_with_times("/repo/m/1", newest_ns=T0 + SECOND_NS)
-    assert tracker.settled([copying], T0 + 2 * SECOND_NS) == set()
-    assert tracker.settled([copying], T0 + 4 * SECOND_NS) == {Path("/repo/m/1")}
+    assert tracker.settled(prints(copying), T0 + 2 * SECOND_NS) == set()
+    assert tracker.settled(prints(copying), T0 + 4 * SECOND_NS) == {Path("/repo/m/1")}
 
 
 def test_file_time_just_before_the_previous_poll_is_not_trusted() -> None:
     # File times come from the kernel's coarse clock, a few ms behind
     # time.time_ns(): a file written as the poll ran can look older than it.
     tracker = SettleTracker()
-    tracker.settled([], T0)
+    tracker.settled(prints(), T0)
     racing = folder_with_times("/repo/m/1", newest_ns=T0 - 3_000_000)
-    assert tracker.settled([racing], T0 + 2 * SECOND_NS) == set()
+    assert tracker.settled(prints(racing), T0 + 2 * SECOND_NS) == set()
 
 
 def test_folder_known_before_is_judged_by_its_fingerprint_not_its_age() -> None:
     tracker = SettleTracker()
-    tracker.settled([folder_with_times("/repo/m/1", T0 - 60 * SECOND_NS, size=5)], T0)
+    tracker.settled(prints(folder_with_times("/repo/m/1", T0 - 60 * SECOND_NS, size=5)), T0)
     grown = folder_with_times("/repo/m/1", T0 - 60 * SECOND_NS, size=9)
-    assert tracker.settled([grown], T0 + 2 * SECOND_NS) == set()
+    assert tracker.settled(prints(grown), T0 + 2 * SECOND_NS) == set()
 
 
-def test_unreadable_folder_never_settles() -> None:
+def test_something_absent_settles_once_absent_for_two_polls() -> None:
     tracker = SettleTracker()
-    vanished = VersionFolder(1, Path("/repo/m/1"), ())
-    tracker.settled([vanished], T0)
-    assert tracker.settled([vanished], T0 + 2 * SECOND_NS) == set()
+    missing_config = {Path("/repo/m/config.pbtxt"): ()}
+    assert tracker.settled(missing_config, T0) == set()
+    assert tracker.settled(missing_config, T0 + 2 * SECOND_NS) == {Path("/repo/m/config.pbtxt")}
 
 
 def test_primed_folders_count_as_seen(tmp_path: Path) -> None:
     (tmp_path / "m" / "1").mkdir(parents=True)
     (tmp_path / "m" / "1" / "model.onnx").write_bytes(b"onnx")
     tracker = SettleTracker()
-    tracker.prime([scanned_version(tmp_path / "m")], T0)
-    assert tracker.settled([scanned_version(tmp_path / "m")], T0 + 2 * SECOND_NS) == {
+    tracker.prime(prints(scanned_version(tmp_path / "m")), T0)
+    assert tracker.settled(prints(scanned_version(tmp_path / "m")), T0 + 2 * SECOND_NS) == {
         tmp_path / "m" / "1"
     }
 
@@ -133,7 +137,7 @@ def test_primed_folders_count_as_seen(tmp_path: Path) -> None:
 def test_removed_folder_is_forgotten() -> None:
     tracker = SettleTracker()
     folder = folder_with_times("/repo/m/1", newest_ns=T0 + 3 * SECOND_NS)
-    tracker.settled([folder], T0)
-    tracker.settled([], T0 + 2 * SECOND_NS)
+    tracker.settled(prints(folder), T0)
+    tracker.settled(prints(), T0 + 2 * SECOND_NS)
     # Seen again after vanishing: first sight again, and it is newer than the last poll.
-    assert tracker.settled([folder], T0 + 4 * SECOND_NS) == set()
+    assert tracker.settled(prints(folder), T0 + 4 * SECOND_NS) == set()

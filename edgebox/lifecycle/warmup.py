@@ -1,0 +1,128 @@
+"""``model_warmup``: requests a version runs before it takes traffic, as Triton
+does, so the first client request does not pay for lazy initialisation (memory
+arenas, CUDA kernels, TensorRT tactic caches).
+
+Warm-up requests go through the version's own scheduler, validated like a
+client's. A warm-up that fails makes the version UNAVAILABLE with the reason;
+what served before keeps serving. Statistics start from zero afterwards, so
+warm-up runs are not counted as inferences.
+Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_configuration.md#model-warmup
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from tritonclient.grpc import model_config_pb2
+
+from edgebox.errors import EdgeboxError, Unavailable
+from edgebox.scheduling.scheduler import Scheduler
+from edgebox.scheduling.statistics import ModelStatistics
+from edgebox.signature import ModelSignature
+from edgebox.tensors import (
+    InferRequest,
+    Tensor,
+    config_type_to_datatype,
+    deserialize_bytes,
+    numpy_dtype,
+)
+
+WARMUP_FOLDER = "warmup"
+"""Where ``input_data_file`` files live, inside the model folder."""
+
+
+def run_warmup(
+    scheduler: Scheduler, config, signature: ModelSignature, model_dir: Path, where: str
+) -> int:
+    """Run every warm-up entry ``count`` times; returns how many requests ran."""
+    runs = 0
+    for warmup in config.model_warmup:
+        label = f"{where}: warmup '{warmup.name}'"
+        try:
+            request = _request(warmup, config, signature, model_dir, label)
+            signature.check_request(request, label)
+            for _ in range(max(warmup.count, 1)):
+                scheduler.infer(request)
+                runs += 1
+        except EdgeboxError as exc:
+            message = str(exc)
+            raise Unavailable(
+                message if message.startswith(label) else f"{label} failed: {message}"
+            ) from None
+    scheduler.statistics = ModelStatistics()
+    return runs
+
+
+def _request(
+    warmup, config, signature: ModelSignature, model_dir: Path, label: str
+) -> InferRequest:
+    batched = signature.max_batch_size > 0
+    if batched and warmup.batch_size > signature.max_batch_size:
+        raise Unavailable(
+            f"{label}: batch_size {warmup.batch_size} exceeds max_batch_size "
+            f"{signature.max_batch_size}"
+        )
+    rng = np.random.default_rng(0)
+    inputs = []
+    for name, entry in warmup.inputs.items():
+        datatype = config_type_to_datatype(model_config_pb2.DataType.Name(entry.data_type))
+        shape = ([max(warmup.batch_size, 1)] if batched else []) + list(entry.dims)
+        kind = entry.WhichOneof("input_data_type")
+        if kind == "input_data_file":
+            data = _from_file(
+                model_dir / WARMUP_FOLDER / entry.input_data_file, datatype, shape, label, name
+            )
+        elif kind == "random_data":
+            data = _random(rng, datatype, shape)
+        else:
+            data = _zeros(datatype, shape)
+        inputs.append(Tensor(name, datatype, data))
+    return InferRequest(config.name, inputs, id=f"warmup:{warmup.name}")
+
+
+def _zeros(datatype: str, shape: list[int]) -> np.ndarray:
+    if datatype == "BYTES":
+        data = np.empty(shape, dtype=object)
+        data.fill(b"")
+        return data
+    return np.zeros(shape, dtype=numpy_dtype(datatype))
+
+
+def _random(rng: np.random.Generator, datatype: str, shape: list[int]) -> np.ndarray:
+    if datatype == "BYTES":
+        data = np.empty(shape, dtype=object)
+        for index in np.ndindex(*shape):
+            data[index] = rng.bytes(8)
+        return data
+    dtype = numpy_dtype(datatype)
+    if datatype == "BOOL":
+        return rng.integers(0, 2, size=shape).astype(dtype)
+    if datatype == "BF16":
+        values = rng.random(size=shape, dtype=np.float32)
+        return (values.view(np.uint32) >> 16).astype(np.uint16)
+    if dtype.kind == "f":
+        return rng.random(size=shape).astype(dtype)
+    return rng.integers(0, 100, size=shape).astype(dtype)
+
+
+def _from_file(path: Path, datatype: str, shape: list[int], label: str, name: str) -> np.ndarray:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise Unavailable(
+            f"{label}, input '{name}': cannot read '{path}': {exc.strerror}"
+        ) from None
+    count = int(np.prod(shape, dtype=np.int64))
+    if datatype == "BYTES":
+        try:
+            return deserialize_bytes(raw, count).reshape(shape)
+        except ValueError as exc:
+            raise Unavailable(f"{label}, input '{name}': '{path}': {exc}") from None
+    dtype = numpy_dtype(datatype)
+    if len(raw) != count * dtype.itemsize:
+        raise Unavailable(
+            f"{label}, input '{name}': '{path}' holds {len(raw)} bytes, shape {shape} of "
+            f"{datatype} needs {count * dtype.itemsize}"
+        )
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()

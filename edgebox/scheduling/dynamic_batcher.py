@@ -1,0 +1,266 @@
+"""Triton's dynamic batcher: requests to a model with ``dynamic_batching`` wait
+in one bounded queue and leave it in batches.
+
+Each instance has a worker thread that takes the oldest request and the
+requests behind it that can share its batch: same datatypes and the same shape
+apart from the batch dimension (requests that differ along a variable dimension
+are never merged), up to ``max_batch_size`` items. It dispatches at once when
+the batch reaches the largest ``preferred_batch_size`` (or ``max_batch_size``),
+and otherwise waits for more until the oldest request has waited
+``max_queue_delay_microseconds``. With no delay configured it takes whatever is
+queued: under load, requests gather while the instances are busy.
+
+The queue is bounded (``default_queue_policy.max_queue_size``, or
+``DEFAULT_MAX_QUEUE_SIZE`` when the config sets none): a request that finds it
+full is rejected at once with a clear error rather than growing memory. With
+``timeout_action: REJECT`` a request that waited longer than its timeout is
+failed; ``DELAY`` keeps it. ``preserve_ordering`` makes batches complete in the
+order they were formed, as Triton does.
+
+Callers block on their own request; the worker that ran the batch hands each
+its response. The instance's ``execute`` gets the batch as a list of requests,
+as Triton's backends do: the python backend passes the list to ``model.py``,
+ONNX Runtime concatenates it into one run.
+Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_configuration.md#dynamic-batcher
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+
+from tritonclient.grpc import model_config_pb2
+
+from edgebox.backends.base import Instance
+from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
+from edgebox.scheduling.direct import finish_response
+from edgebox.scheduling.instance_pool import InstancePool
+from edgebox.scheduling.statistics import ModelStatistics
+from edgebox.signature import ModelSignature
+from edgebox.tensors import InferRequest, InferResponse
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_QUEUE_SIZE = 1024
+"""Triton's ``max_queue_size: 0`` means unbounded; edgebox caps it here."""
+
+_REJECT = model_config_pb2.ModelQueuePolicy.REJECT
+
+
+class _Pending:
+    """One request waiting for its batch; completed by a worker thread."""
+
+    __slots__ = (
+        "batch",
+        "deadline_ns",
+        "done",
+        "enqueued_ns",
+        "error",
+        "key",
+        "request",
+        "response",
+    )
+
+    def __init__(self, request: InferRequest, enqueued_ns: int, deadline_ns: int | None) -> None:
+        self.request = request
+        self.batch = request.inputs[0].data.shape[0] if request.inputs else 1
+        self.key = tuple(sorted((t.name, t.datatype, t.data.shape[1:]) for t in request.inputs))
+        self.enqueued_ns = enqueued_ns
+        self.deadline_ns = deadline_ns
+        self.done = threading.Event()
+        self.response: InferResponse | None = None
+        self.error: EdgeboxError | None = None
+
+
+class DynamicBatcher:
+    def __init__(self, pool: InstancePool, signature: ModelSignature, config, where: str) -> None:
+        self.statistics = ModelStatistics()
+        self._signature = signature
+        self._where = where
+        self._pool = pool
+        batching = config.dynamic_batching
+        self._max_batch = signature.max_batch_size
+        preferred = sorted({p for p in batching.preferred_batch_size if 0 < p <= self._max_batch})
+        self._target = preferred[-1] if preferred else self._max_batch
+        self._max_delay_ns = batching.max_queue_delay_microseconds * 1000
+        self._preserve_ordering = batching.preserve_ordering
+        policy = batching.default_queue_policy
+        self._max_queue = policy.max_queue_size or DEFAULT_MAX_QUEUE_SIZE
+        self._timeout_ns = policy.default_timeout_microseconds * 1000
+        self._reject_late = policy.timeout_action == _REJECT
+        self._allow_timeout_override = policy.allow_timeout_override
+
+        self._queue: collections.deque[_Pending] = collections.deque()
+        self._ready = threading.Condition()
+        self._closed = False
+        self._formed = 0
+        self._finished = 0
+        self._in_order = threading.Condition()
+        self._workers = [
+            threading.Thread(target=self._work, args=(pool.acquire(),), name="batcher", daemon=True)
+            for _ in range(len(pool))
+        ]
+        for worker in self._workers:
+            worker.start()
+
+    @property
+    def queue_size(self) -> int:
+        return len(self._queue)
+
+    def infer(self, request: InferRequest) -> InferResponse:
+        now = time.perf_counter_ns()
+        pending = _Pending(request, now, self._deadline(request, now))
+        with self._ready:
+            if self._closed:
+                raise Unavailable(f"{self._where}: the model is being unloaded")
+            if len(self._queue) >= self._max_queue:
+                self.statistics.record_request(False, 0)
+                raise Unavailable(
+                    f"{self._where}: request rejected, the queue is full "
+                    f"({self._max_queue} requests waiting; max_queue_size)"
+                )
+            self._queue.append(pending)
+            self._ready.notify()
+        pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        return pending.response
+
+    def close(self) -> None:
+        """Stop the workers once the queue is empty, then close the instances."""
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
+        for worker in self._workers:
+            worker.join()
+        self._pool.close()
+
+    # -- workers -----------------------------------------------------------
+
+    def _deadline(self, request: InferRequest, now: int) -> int | None:
+        timeout_ns = self._timeout_ns
+        if self._allow_timeout_override and "timeout" in request.parameters:
+            value = request.parameters["timeout"]
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InvalidArgument(
+                    f"{self._where}: parameter 'timeout' must be microseconds as an integer"
+                )
+            timeout_ns = value * 1000
+        if not timeout_ns or not self._reject_late:
+            return None
+        return now + timeout_ns
+
+    def _work(self, instance: Instance) -> None:
+        while True:
+            batch, sequence = self._next_batch()
+            if batch is None:
+                self._pool.release(instance)
+                return
+            self._run(instance, batch, sequence)
+
+    def _next_batch(self) -> tuple[list[_Pending] | None, int]:
+        """The next batch to run (and its place in formation order), or
+        (None, 0) once closed and drained. Called by worker threads only."""
+        with self._ready:
+            while True:
+                now = time.perf_counter_ns()
+                self._expire(now)
+                if not self._queue:
+                    if self._closed:
+                        return None, 0
+                    self._ready.wait()
+                    continue
+                chosen, size = self._gather()
+                oldest = self._queue[0].enqueued_ns
+                waited_enough = now - oldest >= self._max_delay_ns
+                if size >= self._target or waited_enough or self._closed:
+                    if size < self._target and waited_enough and self._max_delay_ns:
+                        chosen, size = self._gather(limit=self._max_batch)
+                    for pending in chosen:
+                        self._queue.remove(pending)
+                    self._formed += 1
+                    return chosen, self._formed
+                self._ready.wait((oldest + self._max_delay_ns - now) / 1e9)
+
+    def _gather(self, limit: int | None = None) -> tuple[list[_Pending], int]:
+        """The oldest request and the compatible ones behind it, in arrival
+        order, up to ``limit`` batch items (the batching target by default)."""
+        limit = limit or self._target
+        head = self._queue[0]
+        chosen: list[_Pending] = []
+        size = 0
+        for pending in self._queue:
+            if pending.key != head.key:
+                continue
+            if size + pending.batch > limit and chosen:
+                break
+            chosen.append(pending)
+            size += pending.batch
+            if size >= limit:
+                break
+        return chosen, size
+
+    def _expire(self, now: int) -> None:
+        late = [p for p in self._queue if p.deadline_ns is not None and now > p.deadline_ns]
+        for pending in late:
+            self._queue.remove(pending)
+            waited_us = (now - pending.enqueued_ns) // 1000
+            pending.error = Unavailable(
+                f"{self._where}: request timed out after waiting {waited_us} us in the queue "
+                "(default_queue_policy timeout)"
+            )
+            self.statistics.record_request(False, now - pending.enqueued_ns)
+            pending.done.set()
+
+    def _run(self, instance: Instance, batch: list[_Pending], sequence: int) -> None:
+        clock = time.perf_counter_ns
+        started = clock()
+        requests = [self._signature.to_model_shapes(p.request) for p in batch]
+        prepared = clock()
+        try:
+            results = instance.execute(requests)
+            if len(results) != len(batch):
+                raise EdgeboxError(
+                    f"{self._where}: backend returned {len(results)} results for "
+                    f"{len(batch)} requests"
+                )
+        except EdgeboxError as exc:
+            results = [exc] * len(batch)
+        except Exception as exc:
+            log.exception("%s: execute raised", self._where)
+            error = EdgeboxError(f"{self._where}: backend failed: {type(exc).__name__}: {exc}")
+            results = [error] * len(batch)
+        executed = clock()
+        for pending, result in zip(batch, results, strict=True):
+            try:
+                if isinstance(result, EdgeboxError):
+                    raise result
+                pending.response = finish_response(
+                    result, pending.request, self._signature, self._where
+                )
+            except EdgeboxError as exc:
+                pending.error = exc
+        done = clock()
+        items = sum(p.batch for p in batch)
+        self.statistics.record_execution(
+            items, len(batch), prepared - started, executed - prepared, done - executed
+        )
+        for pending in batch:
+            self.statistics.record_request(
+                pending.error is None, done - pending.enqueued_ns, started - pending.enqueued_ns
+            )
+        if self._preserve_ordering:
+            with self._in_order:
+                self._in_order.wait_for(lambda: self._finished == sequence - 1)
+                self._finish(batch)
+                self._finished = sequence
+                self._in_order.notify_all()
+        else:
+            self._finish(batch)
+
+    @staticmethod
+    def _finish(batch: list[_Pending]) -> None:
+        for pending in batch:
+            pending.done.set()

@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+
+from daemon_process import wait_for
+from edgebox.errors import Unavailable
+from edgebox.repository.config import ModelConfig
+from edgebox.scheduling.dynamic_batcher import DynamicBatcher
+from edgebox.scheduling.instance_pool import InstancePool
+from edgebox.signature import ModelSignature
+from edgebox.tensors import InferRequest, Tensor
+from fakes.gated_instance import FakeGatedInstance
+
+CONFIG = """
+name: "m"
+max_batch_size: {max_batch}
+input [ {{ name: "X" data_type: TYPE_FP32 dims: [ -1 ] }} ]
+output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ -1 ] }} ]
+dynamic_batching {{ {batching} }}
+"""
+
+
+def batcher_for(instances, max_batch: int = 8, batching: str = "") -> DynamicBatcher:
+    config = text_format.Parse(CONFIG.format(max_batch=max_batch, batching=batching), ModelConfig())
+    return DynamicBatcher(InstancePool(instances), ModelSignature.from_config(config), config, "model 'm' version 1")
+
+
+def request(value: float, width: int = 3, rows: int = 1, **parameters) -> InferRequest:
+    data = np.full((rows, width), value, dtype=np.float32)
+    return InferRequest("m", [Tensor("X", "FP32", data)], id=str(value), parameters=parameters)
+
+
+class Caller(threading.Thread):
+    def __init__(self, batcher: DynamicBatcher, req: InferRequest) -> None:
+        super().__init__(daemon=True)
+        self.batcher, self.req = batcher, req
+        self.response = self.error = None
+        self.finished = threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.response = self.batcher.infer(self.req)
+        except Exception as exc:
+            self.error = exc
+        self.finished.set()
+
+
+def hold_first_then_queue(batcher, instance, requests) -> list[Caller]:
+    """One request holds the instance; the rest queue up behind it."""
+    first = Caller(batcher, request(0.0))
+    assert instance.entered.wait(5)
+    callers = [Caller(batcher, r) for r in requests]
+    wait_for(lambda: batcher.queue_size == len(requests), what="requests to queue")
+    instance.release.set()
+    for caller in [first, *callers]:
+        caller.join(10)
+    return callers
+
+
+def test_requests_waiting_together_leave_as_one_batch():
+    instance = FakeGatedInstance(hold_first=True)
+    batcher = batcher_for([instance])
+    callers = hold_first_then_queue(batcher, instance, [request(v) for v in (1, 2, 3, 4, 5)])
+    assert [len(b) for b in instance.batches] == [1, 5]
+    for caller, value in zip(callers, (1, 2, 3, 4, 5), strict=True):
+        assert caller.error is None
+        assert caller.response.id == str(value)
+        np.testing.assert_array_equal(caller.response.outputs[0].data, np.full((1, 3), 2.0 * value))
+    stats = batcher.statistics.as_dict("m", "1")
+    assert stats["execution_count"] == 2
+    assert stats["inference_count"] == 6
+    assert [b["batch_size"] for b in stats["batch_stats"]] == [1, 5]
+    batcher.close()
+
+
+def test_batches_never_exceed_max_batch_size_in_items():
+    instance = FakeGatedInstance(hold_first=True)
+    batcher = batcher_for([instance], max_batch=4)
+    hold_first_then_queue(batcher, instance, [request(1, rows=2), request(2), request(3, rows=2), request(4)])
+    sizes = [sum(r.inputs[0].data.shape[0] for r in b) for b in instance.batches]
+    assert sizes == [1, 3, 3]
+    batcher.close()
+
+
+def test_requests_of_different_shapes_are_not_merged():
+    instance = FakeGatedInstance(hold_first=True)
+    batcher = batcher_for([instance])
+    hold_first_then_queue(batcher, instance, [request(1, width=3), request(2, width=5), request(3, width=3)])
+    widths = [[r.inputs[0].data.shape[1] for r in b] for b in instance.batches]
+    assert widths == [[3], [3, 3], [5]]
+    batcher.close()
+
+
+def test_preferred_batch_size_dispatches_without_waiting_for_the_delay():
+    instance = FakeGatedInstance(hold_first=True)
+    batcher = batcher_for([instance], batching="preferred_batch_size: [ 2 ] max_queue_delay_microseconds: 60000000")
+    first, second = Caller(batcher, request(1)), None
+    assert not first.finished.wait(0.05), "a batch of 1 left before the 60 s delay or a second request"
+    second = Caller(batcher, request(2))
+    assert instance.entered.wait(5)
+    instance.release.set()
+    assert first.finished.wait(5) and second.finished.wait(5)
+    assert [len(b) for b in instance.batches] == [2]
+    batcher.close()
+
+
+def test_a_lone_request_waits_at_most_the_queue_delay():
+    instance = FakeGatedInstance()
+    batcher = batcher_for([instance], batching="max_queue_delay_microseconds: 50000")
+    started = time.monotonic()
+    batcher.infer(request(1))
+    waited = time.monotonic() - started
+    assert 0.05 <= waited < 5
+    batcher.close()
+
+
+def test_full_queue_rejects_with_a_clear_error():
+    instance = FakeGatedInstance(hold_first=True)
+    batcher = batcher_for([instance], batching="default_queue_policy { max_queue_size: 2 }")
+    first = Caller(batcher, request(0))
+    assert instance.entered.wait(5)
+    queued = [Caller(batcher, request(1)), Caller(batcher, request(2))]
+    wait_for(lambda: batcher.queue_size == 2, what="two queued requests")
+    with pytest.raises(Unavailable) as error:
+        batcher.infer(request(3))
+    assert str(error.value) == (
+        "model 'm' version 1: request rejected, the queue is full (2 requests waiting; max_queue_size)"
+    )
+    instance.release.set()
+    for caller in [first, *queued]:
+        caller.join(10)
+        assert caller.error is None
+    assert batcher.statistics.as_dict("m", "1")["inference_stats"]["fail"]["count"] == 1
+    batcher.close()
+
+
+def test_requests_late_in_the_queue_are_rejected():
+    instance = FakeGatedInstance(hold_first=True)
+    batcher = batcher_for([instance], batching="default_queue_policy { timeout_action: REJECT allow_timeout_override: true }")
+    first = Caller(batcher, request(0))
+    assert instance.entered.wait(5)
+    late = Caller(batcher, request(1, timeout=1))
+    wait_for(lambda: batcher.queue_size == 1, what="the late request to queue")
+    instance.release.set()
+    first.join(10)
+    late.join(10)
+    assert isinstance(late.error, Unavailable)
+    assert "request timed out after waiting" in str(late.error)
+    batcher.close()
+
+
+def test_preserve_ordering_holds_a_later_batch_until_the_earlier_one_finishes():
+    a, b = FakeGatedInstance("a", hold_first=True), FakeGatedInstance("b", hold_first=True)
+    batcher = batcher_for([a, b], batching="preserve_ordering: true")
+    first = Caller(batcher, request(1))
+    wait_for(lambda: a.entered.is_set() or b.entered.is_set(), what="the first batch to start")
+    held, free = (a, b) if a.entered.is_set() else (b, a)
+    free.release.set()
+    second = Caller(batcher, request(2))
+    assert free.executed.wait(5)
+    assert not second.finished.wait(0.2), "a later batch was answered before an earlier one"
+    held.release.set()
+    assert first.finished.wait(5) and second.finished.wait(5)
+    assert first.error is None and second.error is None
+    batcher.close()
+
+
+def test_without_preserve_ordering_a_later_batch_may_finish_first():
+    a, b = FakeGatedInstance("a", hold_first=True), FakeGatedInstance("b", hold_first=True)
+    batcher = batcher_for([a, b])
+    first = Caller(batcher, request(1))
+    wait_for(lambda: a.entered.is_set() or b.entered.is_set(), what="the first batch to start")
+    held, free = (a, b) if a.entered.is_set() else (b, a)
+    free.release.set()
+    second = Caller(batcher, request(2))
+    assert second.finished.wait(5), "an idle instance did not serve the second request"
+    held.release.set()
+    assert first.finished.wait(5)
+    batcher.close()
+
+
+def test_close_releases_every_instance():
+    instances = [FakeGatedInstance("a"), FakeGatedInstance("b")]
+    batcher = batcher_for(instances)
+    batcher.infer(request(1))
+    batcher.close()
+    assert all(i.closed for i in instances)
+    with pytest.raises(Unavailable, match="being unloaded"):
+        batcher.infer(request(2))
