@@ -4,6 +4,8 @@ import pytest
 
 from daemon_process import DaemonProcess
 
+pytest_plugins = ["inprocess_stack"]
+
 
 @pytest.fixture
 def start_daemon(tmp_path):
