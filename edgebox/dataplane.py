@@ -170,7 +170,7 @@ class DataPlane:
             if not isinstance(text, str):
                 text = json.dumps(text)
             config = config_from_json(text, name, self._manager.repository / name)
-        self._manager.load_model(name, config)
+        self._manager.load_model(name, config, retry_failed=True)
 
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
         self._require_explicit_mode()

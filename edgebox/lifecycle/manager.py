@@ -33,6 +33,9 @@ from edgebox.signature import ModelSignature
 
 log = logging.getLogger(__name__)
 
+_REPLACED = "replaced by a reload"
+_FOLDER_REMOVED = "version folder removed"
+
 
 class LifecycleManager:
     """Control operations run one at a time (one lock); requests never take it."""
@@ -52,6 +55,9 @@ class LifecycleManager:
         self._gpu_ids = gpu_ids or []
         self._control = threading.RLock()
         self._configs: dict[str, ModelConfig] = {}
+        self._failed: dict[tuple[str, int], tuple[tuple, str]] = {}
+        """(model, version) -> (source, reason) of a load that failed: not retried
+        until its config or files change, unless a caller insists."""
         self._retirees: list[threading.Thread] = []
 
     # -- operations -------------------------------------------------------
@@ -84,12 +90,18 @@ class LifecycleManager:
                     pass
 
     def load_model(
-        self, name: str, config: ModelConfig | None = None, folder: ModelFolder | None = None
+        self,
+        name: str,
+        config: ModelConfig | None = None,
+        folder: ModelFolder | None = None,
+        retry_failed: bool = False,
     ) -> None:
         """Load or reload one model (the repository extension's ``load``, or a
         change the poller saw). Versions whose config and files are unchanged
         keep serving untouched. ``folder`` limits which version folders exist
-        (the poller leaves out those still being copied).
+        (the poller leaves out those still being copied). A version that failed
+        with the same config and files is not tried again unless
+        ``retry_failed`` (an explicit load request) says so.
 
         Raises EdgeboxError when the model ends up with no ready version, so the
         caller can report it; what was serving before keeps serving.
@@ -98,7 +110,7 @@ class LifecycleManager:
             if config is None:
                 config = self._read_config(name)
             try:
-                self._load(name, config, folder)
+                self._load(name, config, folder, retry_failed)
             finally:
                 if self._registry.served_versions(name):
                     self._retry_dependents(name)
@@ -152,7 +164,13 @@ class LifecycleManager:
             self._registry.set_status(name, None, ModelState.UNAVAILABLE, str(exc))
             raise
 
-    def _load(self, name: str, config: ModelConfig, folder: ModelFolder | None) -> None:
+    def _load(
+        self,
+        name: str,
+        config: ModelConfig,
+        folder: ModelFolder | None,
+        retry_failed: bool = False,
+    ) -> None:
         self._registry.clear_status(name, None)
         self._configs[name] = config
         if folder is None:
@@ -174,7 +192,7 @@ class LifecycleManager:
                 f"(found: {sorted(available) or 'none'})"
             )
             self._registry.set_status(name, None, ModelState.UNAVAILABLE, reason)
-            self._retire_versions(name, keep=set(), reason="unloaded")
+            self._unload(name, "unloaded")
             raise Unavailable(f"model '{name}': {reason}")
 
         failures: list[str] = []
@@ -184,10 +202,14 @@ class LifecycleManager:
             current = serving.get(version)
             if current is not None and current.source == source:
                 continue
+            failed = self._failed.get((name, version))
+            if failed is not None and failed[0] == source and not retry_failed:
+                failures.append(failed[1])
+                continue
             try:
                 served = self._load_version(name, version, config)
-                served.source = source
             except EdgeboxError as exc:
+                self._failed[(name, version)] = (source, str(exc))
                 failures.append(str(exc))
                 if version in self._registry.served_versions(name):
                     self._registry.set_status(
@@ -197,31 +219,37 @@ class LifecycleManager:
                         f"reload failed, still serving the previous load: {exc}",
                     )
                 continue
+            self._failed.pop((name, version), None)
+            served.source = source
             previous = self._registry.publish(served)
             if previous is not None:
-                self._retire(previous, "replaced by a reload")
-        if failures:
-            # A bad new version never takes down a good one: what served before
-            # keeps serving until every version the policy wants has loaded.
-            for version in self._registry.served_versions(name):
-                if version not in wanted:
-                    self._registry.set_status(
-                        name,
-                        version,
-                        ModelState.READY,
-                        "still serving: a version selected by version_policy failed to load",
-                    )
-        else:
-            self._retire_versions(
-                name, keep=set(wanted), reason="unloaded (not selected by version_policy)"
-            )
+                self._retire(previous, _REPLACED)
+
+        leaving: dict[int, str] = {}
+        for version in self._registry.served_versions(name):
+            if version not in available:
+                leaving[version] = _FOLDER_REMOVED
+            elif version not in wanted and not failures:
+                leaving[version] = "unloaded (not selected by version_policy)"
+            elif version not in wanted:
+                # A bad new version never takes down a good one: what served
+                # before keeps serving until every wanted version has loaded.
+                self._registry.set_status(
+                    name,
+                    version,
+                    ModelState.READY,
+                    "still serving: a version selected by version_policy failed to load",
+                )
+        self._retire_versions(name, leaving)
         for version in self._registry.statuses(name):
-            if version is not None and version not in wanted and version not in available:
+            if version is not None and version not in available and version not in leaving:
                 self._registry.clear_status(name, version)
+        for key in [k for k in self._failed if k[0] == name and k[1] not in available]:
+            del self._failed[key]
         if failures:
             still = sorted(self._registry.served_versions(name))
-            serving = f" (still serving version(s) {still})" if still else ""
-            raise Unavailable(f"model '{name}': {failures[0]}{serving}")
+            serving_text = f" (still serving version(s) {still})" if still else ""
+            raise Unavailable(f"model '{name}': {failures[0]}{serving_text}")
 
     def _load_version(self, name: str, version: int, config: ModelConfig) -> ServedModel:
         """Build a fully loaded version, or raise with the reason recorded."""
@@ -314,23 +342,27 @@ class LifecycleManager:
             if config is None or self._registry.served_versions(dependent):
                 continue
             try:
-                self._load(dependent, config, None)
+                self._load(dependent, config, None, retry_failed=True)
             except EdgeboxError as exc:
                 log.info("model '%s' still cannot load: %s", dependent, exc)
 
     def _unload(self, name: str, reason: str) -> None:
-        self._retire_versions(name, keep=set(), reason=reason)
+        self._retire_versions(name, dict.fromkeys(self._registry.served_versions(name), reason))
 
-    def _retire_versions(self, name: str, keep: set[int], reason: str) -> None:
-        for version in list(self._registry.served_versions(name)):
-            if version not in keep:
-                served = self._registry.withdraw(name, version)
-                if served is not None:
-                    self._retire(served, reason)
+    def _retire_versions(self, name: str, reasons: dict[int, str]) -> None:
+        """Withdraw these versions in one step (so requests never fall back to
+        another version that is leaving too), then retire each."""
+        for served in self._registry.withdraw(name, list(reasons)):
+            self._retire(served, reasons[served.version])
 
     def _retire(self, served: ServedModel, reason: str) -> None:
-        """Close ``served`` once its in-flight requests finish, off this thread."""
-        replaced = reason == "replaced by a reload"
+        """Close ``served`` once its in-flight requests finish, off this thread.
+
+        Its state afterwards: none for a version whose folder is gone, none to
+        set for one replaced by a reload, UNAVAILABLE with ``reason`` otherwise;
+        never over a newer load of the same version number.
+        """
+        replaced = reason == _REPLACED
         if not replaced:
             self._registry.set_status(served.name, served.version, ModelState.UNLOADING, reason)
 
@@ -340,7 +372,11 @@ class LifecycleManager:
                 served.close()
             except Exception:
                 log.exception("%s: closing failed", served.where)
-            if not replaced:
+            if replaced or served.version in self._registry.served_versions(served.name):
+                return
+            if reason == _FOLDER_REMOVED:
+                self._registry.clear_status(served.name, served.version)
+            else:
                 self._registry.set_status(
                     served.name, served.version, ModelState.UNAVAILABLE, reason
                 )

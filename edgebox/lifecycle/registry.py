@@ -120,14 +120,20 @@ class ModelRegistry:
         self.set_status(served.name, served.version, ModelState.READY, "; ".join(served.notes))
         return previous
 
-    def withdraw(self, name: str, version: int) -> ServedModel | None:
-        """Stop routing requests to a version; the caller retires and closes it."""
+    def withdraw(self, name: str, versions: list[int]) -> list[ServedModel]:
+        """Stop routing requests to these versions, all in one step, so a
+        request never falls back to a version that is leaving too; the caller
+        retires and closes what is returned."""
+        withdrawn = []
         with self._lock:
-            served = self._served.get(name, {}).pop(version, None)
-            if served is not None:
-                served.retire()
-                self._recompute_default(name)
-            return served
+            served_versions = self._served.get(name, {})
+            for version in versions:
+                served = served_versions.pop(version, None)
+                if served is not None:
+                    served.retire()
+                    withdrawn.append(served)
+            self._recompute_default(name)
+        return withdrawn
 
     def served_versions(self, name: str) -> dict[int, ServedModel]:
         with self._lock:

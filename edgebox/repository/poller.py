@@ -2,8 +2,10 @@
 changed is handed to the lifecycle manager.
 
 A model is (re)loaded when its config or its version folders changed, and only
-once every one of its version folders has settled (see ``settle.py``): while a
-copy is in progress the model keeps serving exactly what it served. A failed
+once every one of its version folders has settled (see ``settle.py``) and no
+file in them is still open for writing (``open_writers.py``): while a copy is
+in progress, even one paused for longer than a poll, the model keeps serving
+exactly what it served. A failed
 load is not retried until its files change again, and never stops the poller
 from applying other changes (Triton's POLL mode can get stuck after one bad
 load; this one cannot).
@@ -24,6 +26,7 @@ from edgebox.repository.layout import (
     RepositorySnapshot,
     scan_repository,
 )
+from edgebox.repository.open_writers import being_written
 from edgebox.repository.settle import SettleTracker
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,7 @@ class RepositoryPoller:
         self._root = root
         self._interval_s = poll_interval_s
         self._settle = SettleTracker()
+        self._unchecked: set[Path] = set()
         self._applied: dict[str, tuple] = {}
         self._waiting: dict[str, list[str]] = {}
         self._stop = threading.Event()
@@ -76,8 +80,13 @@ class RepositoryPoller:
             key = _key(folder)
             if self._applied.get(name) == key:
                 continue
-            waiting = [f"version {n}" for n, v in folder.versions.items() if v.path not in settled]
-            if folder.path / CONFIG_FILENAME not in settled:
+            waiting = [
+                f"version {n}"
+                for n, v in folder.versions.items()
+                if v.path not in settled or self._written(v.path)
+            ]
+            config_path = folder.path / CONFIG_FILENAME
+            if config_path not in settled or (config_path.exists() and self._written(config_path)):
                 waiting.insert(0, CONFIG_FILENAME)
             if waiting:
                 if self._waiting.get(name) != waiting:
@@ -90,6 +99,16 @@ class RepositoryPoller:
                 self._manager.load_model(name, folder=folder)
             except EdgeboxError as exc:
                 log.warning("model '%s': %s", name, exc)
+
+    def _written(self, path: Path) -> bool:
+        """Still open for writing by some process (a copy that paused)."""
+        answer = being_written(path)
+        if answer is None and path not in self._unchecked:
+            self._unchecked.add(path)
+            log.debug(
+                "cannot tell whether '%s' is still being written; trusting sizes and times", path
+            )
+        return bool(answer)
 
     def _scan(self) -> RepositorySnapshot:
         self._poll_started_ns = time.time_ns()

@@ -3,6 +3,8 @@ close, a bad version never takes down a good one."""
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 import threading
 
 import numpy as np
@@ -237,3 +239,46 @@ def test_ready_version_carries_the_backends_notes(tmp_path, stack, monkeypatch):
     assert (
         status.reason == "CUDA execution provider not in this onnxruntime build; running on the CPU"
     )
+
+
+def _loading_events(stack, version: int) -> int:
+    count = 0
+    while (event := stack.events.get(timeout=0.05)) is not None:
+        count += event.version == version and event.state == "LOADING"
+    return count
+
+
+ALL_POLICY = PYTHON_XY_CONFIG.format(name="multi") + "version_policy: { all { } }\n"
+
+
+def test_removed_version_stops_serving_even_while_another_is_broken(tmp_path, stack):
+    write_model(tmp_path, "multi", ALL_POLICY, {"1/model.py": ECHO, "2/model.py": ECHO, "3/model.py": "def broken(:\n"})
+    with pytest.raises(Unavailable):
+        stack.manager.load_model("multi")
+    assert stack.registry.is_ready("multi", "2")
+    shutil.rmtree(tmp_path / "multi" / "2")
+    with pytest.raises(Unavailable):
+        stack.manager.load_model("multi")
+    assert not stack.registry.is_ready("multi", "2")
+    assert stack.registry.is_ready("multi", "1")
+    assert stack.manager.wait_retired(10)
+    assert 2 not in stack.registry.statuses("multi"), "a removed version came back in the index"
+
+
+def test_a_failed_version_is_retried_only_when_its_files_change(tmp_path, stack):
+    write_model(tmp_path, "multi", ALL_POLICY, {"1/model.py": ECHO, "3/model.py": "def broken(:\n"})
+    with pytest.raises(Unavailable):
+        stack.manager.load_model("multi")
+    assert _loading_events(stack, 3) == 1
+    (tmp_path / "multi" / "2").mkdir()
+    (tmp_path / "multi" / "2" / "model.py").write_text(textwrap.dedent(ECHO))
+    with pytest.raises(Unavailable, match="SyntaxError"):
+        stack.manager.load_model("multi")
+    assert stack.registry.is_ready("multi", "2")
+    assert _loading_events(stack, 3) == 0, "the unchanged broken version was loaded again"
+    with pytest.raises(Unavailable):
+        stack.manager.load_model("multi", retry_failed=True)
+    assert _loading_events(stack, 3) == 1
+    (tmp_path / "multi" / "3" / "model.py").write_text(textwrap.dedent(ECHO))
+    stack.manager.load_model("multi")
+    assert stack.registry.is_ready("multi", "3")

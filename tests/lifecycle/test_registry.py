@@ -65,7 +65,7 @@ def test_withdrawn_version_takes_no_new_requests_but_finishes_inflight():
     registry = ModelRegistry()
     registry.publish(served("m", 1))
     inflight = registry.acquire("m")
-    withdrawn = registry.withdraw("m", 1)
+    (withdrawn,) = registry.withdraw("m", [1])
     assert withdrawn is inflight
     with pytest.raises(Unavailable):
         registry.acquire("m")
@@ -105,3 +105,12 @@ def test_slow_subscriber_drops_oldest_and_counts():
         bus.publish(n)
     assert events.dropped == 3
     assert [events.get(0), events.get(0)] == [3, 4]
+
+
+def test_withdrawing_several_versions_never_exposes_one_of_them_as_default():
+    registry = ModelRegistry()
+    for version in (1, 2, 4):
+        registry.publish(served("m", version))
+    withdrawn = registry.withdraw("m", [4, 2])
+    assert sorted(s.version for s in withdrawn) == [2, 4]
+    assert registry.get("m").version == 1

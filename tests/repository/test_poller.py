@@ -232,3 +232,19 @@ def test_without_priming_every_model_loads_once_settled(tmp_path, manager) -> No
     assert manager.take_calls() == [("load_model", "add_sub", [1])]
     poller.poll_once()
     assert manager.take_calls() == []
+
+
+def test_a_copy_paused_longer_than_two_polls_is_not_loaded(tmp_path, manager, primed) -> None:
+    model = add_model(tmp_path, "add_sub")
+    poller = primed()
+    (model / "2").mkdir()
+    with open(model / "2" / "model.onnx", "wb") as copy:
+        copy.write(b"first half")
+        copy.flush()
+        for _ in range(4):
+            poller.poll_once()
+        assert manager.take_calls() == [], "a half-written file was handed to the manager"
+        copy.write(b" second half")
+    poller.poll_once()
+    poller.poll_once()
+    assert manager.take_calls() == [("load_model", "add_sub", [1, 2])]
