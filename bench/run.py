@@ -8,16 +8,22 @@ loopback socket round trip of the same byte counts, and the daemon through
 minimal client that sends the same bytes). Figures are medians of the
 per-round values; each target is judged on the median of its per-round ratio,
 so a noisy spell hits the daemon and its floors alike. Then the server-choice
-comparison (``bench/server_choice.py``).
+comparison (``bench/server_choice.py``). Then issue 3's two measurements:
+dynamic batching against none at concurrency 8 (``bench/batching.py``, on the
+same daemon and repository) and the time from ``edgebox publish`` to the first
+answer by the new version (``bench/drops.py``, on a poll-mode daemon of its own).
 
-    python bench/run.py                       # full run, about 4 minutes
+    python bench/run.py                       # full run, about 5 minutes
     python bench/run.py --quick               # smoke run, under a minute
     python bench/run.py --no-fail             # exit 0 even if a target fails
     python bench/run.py --skip-server-choice
     python bench/run.py --server-choice-only
+    python bench/run.py --issue3              # only batching and drops, under 2 minutes
+    python bench/run.py --only batching,drops # any of: issue2, server-choice, batching, drops
 
 Exits 1 when a target fails (unless ``--no-fail``). Results also go to
-``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``.
+``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``, the
+poll-mode daemon's (version drops) to ``bench/out/drops/daemon.log``.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ for _path in (REPO_ROOT, REPO_ROOT / "tests"):
 
 import tritonclient.http as httpclient  # noqa: E402
 
-from bench import server_choice  # noqa: E402
+from bench import batching, drops, server_choice  # noqa: E402
 from bench.cpu_time import process_cpu_s  # noqa: E402
 from bench.floors import DirectSession, SocketFloor  # noqa: E402
 from bench.latency import Round, Summary  # noqa: E402
@@ -63,10 +69,44 @@ class Plan:
     lane_c8_s: float
     choice_rounds: int
     choice_s: float
+    batch_rounds: int
+    """Issue 3: rounds of the batching comparison, and seconds per model per
+    round through tritonclient and through the bare-socket clients."""
+    batch_triton_s: float
+    batch_bare_s: float
+    floor_rounds: int
+    """Rounds of ONNX Runtime batch 8 against 8 x batch 1, in-process."""
+    drops: int
+    """Versions published, one after another, to the poll-mode daemon."""
 
 
-FULL = Plan(rounds=9, add_sub_s=1.0, lane_s=1.5, lane_c8_s=3.0, choice_rounds=15, choice_s=0.5)
-QUICK = Plan(rounds=3, add_sub_s=0.3, lane_s=0.5, lane_c8_s=1.0, choice_rounds=3, choice_s=0.3)
+FULL = Plan(
+    rounds=9,
+    add_sub_s=1.0,
+    lane_s=1.5,
+    lane_c8_s=3.0,
+    choice_rounds=15,
+    choice_s=0.5,
+    batch_rounds=10,
+    batch_triton_s=1.0,
+    batch_bare_s=0.75,
+    floor_rounds=15,
+    drops=6,
+)
+QUICK = Plan(
+    rounds=3,
+    add_sub_s=0.3,
+    lane_s=0.5,
+    lane_c8_s=1.0,
+    choice_rounds=3,
+    choice_s=0.3,
+    batch_rounds=2,
+    batch_triton_s=0.5,
+    batch_bare_s=0.4,
+    floor_rounds=5,
+    drops=3,
+)
+PARTS = ("issue2", "server-choice", "batching", "drops")
 
 
 @dataclass
@@ -111,45 +151,75 @@ def main(argv: list[str] | None = None) -> int:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--skip-server-choice", action="store_true", help="no uvicorn comparison")
     which.add_argument("--server-choice-only", action="store_true", help="only that comparison")
+    which.add_argument(
+        "--issue3", action="store_true", help="only dynamic batching and version drops"
+    )
+    which.add_argument(
+        "--only", metavar="PARTS", help=f"comma-separated, any of: {', '.join(PARTS)}"
+    )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
+    parts = _parts(parser, args)
 
     OUT.mkdir(parents=True, exist_ok=True)
     results: dict = {"machine": machine(), "plan": dataclasses.asdict(plan)}
     print(machine_line(results["machine"]), flush=True)
     workloads = write_repository(OUT / "repository")
+    batch_workloads = (
+        batching.write_models(OUT / "repository", workloads["lane"]) if "batching" in parts else {}
+    )
     daemon = DaemonProcess(OUT / "repository", OUT / "daemon.log", [])
     targets: list[Target] = []
     try:
-        daemon.start()
-        for workload in workloads.values():
-            workload.measure_body_sizes(daemon.url)
-            print(
-                f"{workload.name}: request body {workload.request_bytes} B, "
-                f"response body {workload.response_bytes} B",
-                flush=True,
-            )
-        results["bodies"] = {
-            w.name: {"request_bytes": w.request_bytes, "response_bytes": w.response_bytes}
-            for w in workloads.values()
-        }
-        directs = {name: DirectSession(w.model_path, w.feeds) for name, w in workloads.items()}
-        expected = {name: direct.run() for name, direct in directs.items()}
-        if not args.server_choice_only:
+        if parts & {"issue2", "server-choice", "batching"}:
+            daemon.start()
+        if parts & {"issue2", "server-choice"}:
+            for workload in workloads.values():
+                workload.measure_body_sizes(daemon.url)
+                print(
+                    f"{workload.name}: request body {workload.request_bytes} B, "
+                    f"response body {workload.response_bytes} B",
+                    flush=True,
+                )
+            results["bodies"] = {
+                w.name: {"request_bytes": w.request_bytes, "response_bytes": w.response_bytes}
+                for w in workloads.values()
+            }
+            directs = {name: DirectSession(w.model_path, w.feeds) for name, w in workloads.items()}
+            expected = {name: direct.run() for name, direct in directs.items()}
+        if "issue2" in parts:
             steps = measure_daemon(daemon, workloads, directs, expected, plan)
             print_table(steps)
             targets = check_targets({(s.model, s.what): s for s in steps})
             results["measurements"] = {s.label: step_dict(s) for s in steps}
-        if not args.skip_server_choice:
+        if "server-choice" in parts:
             print("\nserver choice: add_sub, concurrency 1", flush=True)
             choice = server_choice.compare(
                 workloads["add_sub"], daemon.url, plan.choice_rounds, plan.choice_s, expected
             )
             results["server_choice"] = print_choice(choice)
+        if "batching" in parts:
+            print("\nissue 3: dynamic batching, lane, concurrency 8", flush=True)
+            figures, found = batching.measure(
+                daemon.url,
+                daemon.process.pid,
+                batch_workloads,
+                plan.batch_rounds,
+                plan.batch_triton_s,
+                plan.batch_bare_s,
+                plan.floor_rounds,
+                log=_progress,
+            )
+            results["batching"] = figures
+            targets += [Target(*t) for t in found]
     finally:
         code = daemon.stop()
         if code != 0:
             print(f"daemon exited with {code}; see {daemon.log_path}", file=sys.stderr)
+    if "drops" in parts:
+        figures, found = measure_drops(plan)
+        results["drops"] = figures
+        targets += [Target(*t) for t in found]
     for target in targets:
         print(f"{'PASS' if target.passed else 'FAIL'} {target.name}: {target.text}")
     results["targets"] = [target.__dict__ for target in targets]
@@ -159,6 +229,43 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(failed)} of {len(targets)} targets failed", file=sys.stderr)
         return 1
     return 0
+
+
+def _parts(parser: argparse.ArgumentParser, args: argparse.Namespace) -> set[str]:
+    if args.issue3:
+        return {"batching", "drops"}
+    if args.server_choice_only:
+        return {"server-choice"}
+    if args.only:
+        parts = {p.strip() for p in args.only.split(",") if p.strip()}
+        unknown = parts - set(PARTS)
+        if unknown or not parts:
+            parser.error(f"--only: unknown part(s) {sorted(unknown)}; choose from {PARTS}")
+        return parts
+    return set(PARTS) - ({"server-choice"} if args.skip_server_choice else set())
+
+
+def _progress(line: str) -> None:
+    print(line, flush=True)
+
+
+def measure_drops(plan: Plan) -> tuple[dict, list]:
+    """Issue 3's version drops, on a poll-mode daemon of its own
+    (``bench/out/drops/``; its log is ``bench/out/drops/daemon.log``)."""
+    print(
+        f"\nissue 3: version drops, poll mode every {drops.POLL_SECS:g} s, {plan.drops} versions",
+        flush=True,
+    )
+    folder = OUT / "drops"
+    repository, files, staged = drops.prepare(folder, plan.drops)
+    daemon = DaemonProcess(repository, folder / "daemon.log", drops.daemon_args())
+    try:
+        daemon.start()
+        return drops.measure(daemon.url, repository, files, staged, daemon.log_path, log=_progress)
+    finally:
+        code = daemon.stop()
+        if code != 0:
+            print(f"drops daemon exited with {code}; see {daemon.log_path}", file=sys.stderr)
 
 
 def measure_daemon(

@@ -30,6 +30,8 @@ class VersionFolder:
     number: int
     path: Path
     fingerprint: Fingerprint = ()
+    renamed_in: bool = False
+    """The folder was renamed into place after it was filled (see ``renamed_in``)."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class ModelFolder:
     path: Path
     config_fingerprint: Fingerprint = ()
     versions: dict[int, VersionFolder] = field(default_factory=dict)
+    renamed_in: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,10 +95,34 @@ def scan_model(model_dir: Path, fingerprints: bool = True) -> ModelFolder:
             log.debug("repository: ignoring '%s' (not a version folder)", entry.path)
             continue
         path = Path(entry.path)
-        versions[number] = VersionFolder(number, path, _fingerprint(path) if fingerprints else ())
+        versions[number] = VersionFolder(
+            number,
+            path,
+            _fingerprint(path) if fingerprints else (),
+            renamed_in(path) if fingerprints else False,
+        )
     config_path = model_dir / CONFIG_FILENAME
     config_print = _file_print(config_path, CONFIG_FILENAME) if fingerprints else ()
-    return ModelFolder(model_dir.name, model_dir, config_print, dict(sorted(versions.items())))
+    return ModelFolder(
+        model_dir.name,
+        model_dir,
+        config_print,
+        dict(sorted(versions.items())),
+        renamed_in(model_dir) if fingerprints else False,
+    )
+
+
+def renamed_in(folder: Path) -> bool:
+    """Whether ``folder`` was renamed after its last entry changed: a rename
+    updates a folder's ctime but not its mtime, while creating or removing
+    entries updates both alike. That is the mark of a folder staged elsewhere
+    (``edgebox publish``, ``cp`` to a hidden name then ``mv``) and then moved
+    into place complete."""
+    try:
+        stat = os.stat(folder)
+    except OSError:
+        return False
+    return stat.st_ctime_ns > stat.st_mtime_ns
 
 
 def _file_print(path: Path, name: str) -> Fingerprint:

@@ -41,6 +41,7 @@ class RepositoryPoller:
         self._interval_s = poll_interval_s
         self._settle = SettleTracker()
         self._unchecked: set[Path] = set()
+        self._seen: set[Path] = set()
         self._applied: dict[str, tuple] = {}
         self._waiting: dict[str, list[str]] = {}
         self._stop = threading.Event()
@@ -51,6 +52,7 @@ class RepositoryPoller:
         acts on what changes afterwards."""
         snapshot = self._scan()
         self._settle.prime(_prints(snapshot), self._poll_started_ns)
+        self._seen = {v.path for m in snapshot.models.values() for v in m.versions.values()}
         for name, folder in snapshot.models.items():
             self._applied[name] = _key(folder)
 
@@ -68,7 +70,9 @@ class RepositoryPoller:
 
     def poll_once(self) -> None:
         snapshot = self._scan()
-        settled = self._settle.settled(_prints(snapshot), self._poll_started_ns)
+        settled = self._settle.settled(
+            _prints(snapshot), self._poll_started_ns, self._arrived_by_rename(snapshot)
+        )
         for name in sorted(set(self._applied) - set(snapshot.models)):
             log.info("model '%s': folder removed from the repository", name)
             self._applied.pop(name)
@@ -99,6 +103,24 @@ class RepositoryPoller:
                 self._manager.load_model(name, folder=folder)
             except EdgeboxError as exc:
                 log.warning("model '%s': %s", name, exc)
+
+    def _arrived_by_rename(self, snapshot: RepositorySnapshot) -> set[Path]:
+        """New version folders (and configs of new model folders) that carry a
+        rename's mark and that no process is still writing: complete now."""
+        arrived: set[Path] = set()
+        for name, folder in snapshot.models.items():
+            new_model = name not in self._applied
+            for version in folder.versions.values():
+                if version.path in self._seen:
+                    continue
+                marked = version.renamed_in or (new_model and folder.renamed_in)
+                if marked and being_written(version.path) is False:
+                    arrived.add(version.path)
+            config_path = folder.path / CONFIG_FILENAME
+            if new_model and folder.renamed_in and being_written(config_path) is False:
+                arrived.add(config_path)
+        self._seen = {v.path for m in snapshot.models.values() for v in m.versions.values()}
+        return arrived
 
     def _written(self, path: Path) -> bool:
         """Still open for writing by some process (a copy that paused)."""

@@ -184,6 +184,7 @@ def _publish_into_model(
         _refuse_existing(model, number, target)
         if config_bytes is not None:
             _install_config(model_dir, config_bytes)
+        _mark_complete(staging)
         try:
             os.rename(staging, target)
         except OSError as exc:
@@ -219,6 +220,7 @@ def _publish_new_model(
         )
         if os.path.lexists(model_dir):
             raise appeared
+        _mark_complete(staging)
         try:
             os.rename(staging, model_dir)
         except OSError as exc:
@@ -306,6 +308,18 @@ def _write_synced(path: Path, data: bytes) -> None:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def _mark_complete(folder: Path) -> None:
+    """Set the folder's mtime a little in the past, so that after the rename
+    its ctime is certainly later than its mtime: the mark by which the poller
+    takes a renamed folder at first sight (``layout.renamed_in``), which a
+    rename within the same clock tick as the last write would otherwise blur."""
+    stat = os.stat(folder)
+    os.utime(folder, ns=(stat.st_atime_ns, stat.st_mtime_ns - _MARK_NS))
+
+
+_MARK_NS = 10_000_000
 
 
 def _fsync_dir(path: Path) -> None:

@@ -2,9 +2,10 @@
 once its files stopped changing.
 
 A folder is settled when its fingerprint (every file's size, mtime and ctime)
-is the same on two consecutive polls, or, on first sight, when nothing in it
-changed since well before the previous poll: it was complete before it became
-visible, i.e. it arrived by an atomic rename. ctime counts because copies that
+is the same on two consecutive polls, or on first sight when it arrived by an
+atomic rename: either the poller saw the rename's mark (see
+``layout.renamed_in``) with no file in it still open for writing, or nothing in
+it changed since well before the previous poll. ctime counts because copies that
 preserve mtimes (``cp -a``, rsync) cannot preserve it. The folder's own mtime is
 part of the fingerprint, so a file appearing or vanishing counts as a change.
 Something absent (an empty fingerprint, e.g. a model folder without its config
@@ -16,7 +17,7 @@ passing as older than that scan.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from edgebox.repository.layout import Fingerprint
@@ -36,14 +37,23 @@ class SettleTracker:
         self._previous = dict(prints)
         self._previous_poll_ns = poll_started_ns
 
-    def settled(self, prints: Mapping[Path, Fingerprint], poll_started_ns: int) -> set[Path]:
+    def settled(
+        self,
+        prints: Mapping[Path, Fingerprint],
+        poll_started_ns: int,
+        renamed_in: Collection[Path] = (),
+    ) -> set[Path]:
         """The paths whose contents may be loaded now; call once per poll with
-        the fingerprint of every version folder and config file seen."""
+        the fingerprint of every version folder and config file seen.
+        ``renamed_in`` are paths the caller saw arrive by rename, complete and
+        with no file still open for writing: taken at first sight."""
         ready: set[Path] = set()
         for path, fingerprint in prints.items():
             before = self._previous.get(path)
             if before == fingerprint or (
-                before is None and fingerprint and self._arrived_complete(fingerprint)
+                before is None
+                and fingerprint
+                and (path in renamed_in or self._arrived_complete(fingerprint))
             ):
                 ready.add(path)
         self._previous = dict(prints)

@@ -8,6 +8,7 @@ changed version folder settles on the poll after the one that first sees it.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -248,3 +249,35 @@ def test_a_copy_paused_longer_than_two_polls_is_not_loaded(tmp_path, manager, pr
     poller.poll_once()
     poller.poll_once()
     assert manager.take_calls() == [("load_model", "add_sub", [1, 2])]
+
+
+def test_a_version_renamed_into_place_is_loaded_on_the_first_poll(tmp_path, manager, primed) -> None:
+    model = add_model(tmp_path, "add_sub")
+    poller = primed()
+    staging = model / ".2.partial"
+    staging.mkdir()
+    (staging / "model.onnx").write_bytes(b"complete model")
+    os.utime(staging, ns=(0, os.stat(staging).st_mtime_ns - 5_000_000))
+    staging.rename(model / "2")
+    poller.poll_once()
+    assert manager.take_calls() == [("load_model", "add_sub", [1, 2])]
+
+
+def test_a_version_filled_in_place_waits_for_a_second_poll(tmp_path, manager, primed) -> None:
+    model = add_model(tmp_path, "add_sub")
+    poller = primed()
+    add_version(model, 2)
+    poller.poll_once()
+    assert manager.take_calls() == []
+    poller.poll_once()
+    assert manager.take_calls() == [("load_model", "add_sub", [1, 2])]
+
+
+def test_a_new_model_renamed_into_place_is_loaded_on_the_first_poll(tmp_path, manager, primed) -> None:
+    poller = primed()
+    staging = tmp_path / ".new_model.partial"
+    add_model(staging.parent, staging.name)
+    os.utime(staging, ns=(0, os.stat(staging).st_mtime_ns - 5_000_000))
+    staging.rename(tmp_path / "new_model")
+    poller.poll_once()
+    assert manager.take_calls() == [("load_model", "new_model", [1])]

@@ -90,6 +90,19 @@ def test_a_model_file_becomes_the_only_file_of_the_next_version(
     assert list(scan_model(repo / "add_sub").versions) == [1, 2]
 
 
+def test_published_folders_carry_the_rename_mark_the_poller_trusts(
+    repo: Path, onnx_file: Path, tmp_path: Path
+) -> None:
+    fresh_config = tmp_path / "fresh.pbtxt"
+    fresh_config.write_text(ADD_SUB_CONFIG.format(name="fresh"))
+    publish_version(onnx_file, repo, "add_sub")
+    publish_version(onnx_file, repo, "fresh", config=fresh_config)
+
+    assert scan_model(repo / "add_sub").versions[2].renamed_in
+    assert not scan_model(repo / "add_sub").versions[1].renamed_in
+    assert scan_model(repo / "fresh").renamed_in
+
+
 def test_a_folder_source_becomes_the_version_folder_without_pycache(
     repo: Path, version_folder: Path
 ) -> None:
