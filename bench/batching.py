@@ -43,7 +43,7 @@ import onnxruntime as ort
 import tritonclient.http as httpclient
 
 from bench.cpu_time import process_cpu_s
-from bench.latency import Round, Summary, merge, timed_calls
+from bench.latency import Round, Summary, closed_loops
 from bench.load import MinimalHttpLoad, TritonLoad
 from bench.workload import Workload
 from scripts.onnx_builders import LANE_ANCHORS, LANE_INPUT_SHAPE, LANE_VALUES, build_lane_model
@@ -127,56 +127,12 @@ def bare_concurrent(url: str, workload: Workload, concurrency: int, duration_s: 
     """``concurrency`` bare-socket clients, each its own thread and connection,
     closed loop, started together after one untimed request each."""
     clients = [_BareClient(url, workload) for _ in range(concurrency)]
-    return _threads(
-        concurrency,
-        duration_s,
-        lambda index: clients[index].open,
-        lambda index: clients[index].call,
-        lambda index: clients[index].close,
-    )
 
+    def open_client(index: int):
+        clients[index].open()
+        return clients[index].call, clients[index].close
 
-def _threads(
-    concurrency: int,
-    duration_s: float,
-    opener: Callable[[int], Callable[[], None]],
-    caller: Callable[[int], Callable[[], object]],
-    closer: Callable[[int], Callable[[], None]],
-) -> Round:
-    ready = threading.Barrier(concurrency + 1, timeout=60)
-    rounds: list = [None] * concurrency
-
-    def worker(index: int) -> None:
-        try:
-            opener(index)()
-            ready.wait()
-            rounds[index] = timed_calls(caller(index), duration_s, MAX_CALLS)
-        except BaseException as exc:
-            rounds[index] = exc
-            ready.abort()
-        finally:
-            closer(index)()
-
-    threads = [
-        threading.Thread(target=worker, args=(i,), name=f"bench-bare-{i}", daemon=True)
-        for i in range(concurrency)
-    ]
-    for thread in threads:
-        thread.start()
-    try:
-        ready.wait()
-    except threading.BrokenBarrierError:
-        pass
-    start = time.perf_counter()
-    for thread in threads:
-        thread.join(duration_s + 120)
-    elapsed = time.perf_counter() - start
-    for outcome in rounds:
-        if isinstance(outcome, BaseException):
-            raise RuntimeError(f"a bare client thread failed: {outcome!r}") from outcome
-        if outcome is None:
-            raise RuntimeError("a bare client thread did not finish")
-    return merge(rounds, elapsed)
+    return closed_loops(concurrency, duration_s, MAX_CALLS, open_client, "bare")
 
 
 # -- ONNX Runtime's own batching gain -----------------------------------------

@@ -9,6 +9,7 @@ machine shifts one round of every measurement rather than one measurement.
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -97,3 +98,53 @@ class Summary:
             "rate_per_s": round(self.rate_per_s, 1),
             "p50_range_us": [round(self.p50_low_us, 1), round(self.p50_high_us, 1)],
         }
+
+
+def closed_loops(
+    concurrency: int,
+    duration_s: float,
+    max_calls: int,
+    open_client: Callable[[int], tuple[Callable[[], object], Callable[[], None]]],
+    label: str,
+) -> Round:
+    """``concurrency`` closed-loop clients, one thread each, timed together:
+    ``open_client(index)`` returns (call, close); each client makes one untimed
+    call, all start at a barrier, and each stops after ``duration_s`` or
+    ``max_calls``. A failing client aborts the round with its error."""
+    ready = threading.Barrier(concurrency + 1, timeout=60)
+    rounds: list = [None] * concurrency
+
+    def worker(index: int) -> None:
+        close = None
+        try:
+            call, close = open_client(index)
+            call()
+            ready.wait()
+            rounds[index] = timed_calls(call, duration_s, max_calls)
+        except BaseException as exc:
+            rounds[index] = exc
+            ready.abort()
+        finally:
+            if close is not None:
+                close()
+
+    threads = [
+        threading.Thread(target=worker, args=(i,), name=f"bench-{label}-{i}", daemon=True)
+        for i in range(concurrency)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        ready.wait()
+    except threading.BrokenBarrierError:
+        pass
+    start = time.perf_counter()
+    for thread in threads:
+        thread.join(duration_s + 120)
+    elapsed = time.perf_counter() - start
+    for outcome in rounds:
+        if isinstance(outcome, BaseException):
+            raise RuntimeError(f"a {label} client thread failed: {outcome!r}") from outcome
+        if outcome is None:
+            raise RuntimeError(f"a {label} client thread did not finish")
+    return merge(rounds, elapsed)

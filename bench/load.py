@@ -14,14 +14,12 @@ figures make visible.
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from collections.abc import Callable
 
 import numpy as np
 import tritonclient.http as httpclient
 
-from bench.latency import Round, merge, timed_calls
+from bench.latency import Round, closed_loops, timed_calls
 from bench.workload import Workload
 
 
@@ -73,43 +71,12 @@ class TritonLoad:
                 return timed_calls(call, duration_s, max_calls)
             finally:
                 client.close()
-        ready = threading.Barrier(concurrency + 1, timeout=60)
-        rounds: list = [None] * concurrency
 
-        def worker(index: int) -> None:
-            client = None
-            try:
-                client, call = self._client()
-                call()
-                ready.wait()
-                rounds[index] = timed_calls(call, duration_s, max_calls)
-            except BaseException as exc:
-                rounds[index] = exc
-                ready.abort()
-            finally:
-                if client is not None:
-                    client.close()
+        def open_client(_index: int):
+            client, call = self._client()
+            return call, client.close
 
-        threads = [
-            threading.Thread(target=worker, args=(i,), name=f"bench-client-{i}", daemon=True)
-            for i in range(concurrency)
-        ]
-        for thread in threads:
-            thread.start()
-        try:
-            ready.wait()
-        except threading.BrokenBarrierError:
-            pass
-        start = time.perf_counter()
-        for thread in threads:
-            thread.join(duration_s + 120)
-        elapsed = time.perf_counter() - start
-        for outcome in rounds:
-            if isinstance(outcome, BaseException):
-                raise RuntimeError(f"{self.url}: a client thread failed: {outcome!r}") from outcome
-            if outcome is None:
-                raise RuntimeError(f"{self.url}: a client thread did not finish")
-        return merge(rounds, elapsed)
+        return closed_loops(concurrency, duration_s, max_calls, open_client, "tritonclient")
 
 
 class MinimalHttpLoad:

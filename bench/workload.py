@@ -129,4 +129,3 @@ def write_repository(root: Path) -> dict[str, Workload]:
         ),
         "lane": Workload("lane", lane_path, {"input": image}, ["predict_lanes"]),
     }
-
