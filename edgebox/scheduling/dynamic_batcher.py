@@ -158,7 +158,21 @@ class DynamicBatcher:
             if batch is None:
                 self._pool.release(instance)
                 return
-            self._run(instance, batch, sequence)
+            try:
+                self._run(instance, batch, sequence)
+            except Exception as exc:
+                # Whatever went wrong, its callers get an answer and this worker
+                # lives on: a dead worker would leave every later request waiting.
+                log.exception("%s: batch failed", self._where)
+                for pending in batch:
+                    if not pending.done.is_set():
+                        pending.error = EdgeboxError(
+                            f"{self._where}: batch failed: {type(exc).__name__}: {exc}"
+                        )
+                        pending.done.set()
+                with self._in_order:
+                    self._finished = max(self._finished, sequence)
+                    self._in_order.notify_all()
 
     def _next_batch(self) -> tuple[list[_Pending] | None, int]:
         """The next batch to run (and its place in formation order), or

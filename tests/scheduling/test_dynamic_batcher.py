@@ -193,3 +193,22 @@ def test_close_releases_every_instance():
     assert all(i.closed for i in instances)
     with pytest.raises(Unavailable, match="being unloaded"):
         batcher.infer(request(2))
+
+
+class FakeBrokenInstance(FakeGatedInstance):
+    """Returns something that is not a response at all."""
+
+    def execute(self, requests):
+        self.batches.append(list(requests))
+        return [object() for _ in requests]
+
+
+def test_a_batch_that_breaks_answers_its_callers_and_the_worker_lives_on():
+    instance = FakeBrokenInstance()
+    batcher = batcher_for([instance])
+    for value in (1, 2):
+        caller = Caller(batcher, request(value))
+        assert caller.finished.wait(5), "a caller was left waiting"
+        assert "batch failed" in str(caller.error)
+    assert len(instance.batches) == 2
+    batcher.close()
