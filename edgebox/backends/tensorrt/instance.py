@@ -1,0 +1,133 @@
+"""A TensorRT model instance as the scheduler sees it.
+
+``execute`` is called on whatever thread the scheduler uses (an HTTP thread, a
+batcher worker); it only prepares numpy arrays, hands them to the instance's
+``CudaWorker`` and waits, so it never touches CUDA itself. A dynamic batch
+(several requests, same shapes apart from the batch dimension) runs as one
+engine execution on the inputs concatenated; when the merged batch fits no
+optimization profile of the instance, its requests run one by one instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from edgebox.backends.tensorrt.cuda_worker import CudaWorker
+from edgebox.backends.tensorrt.execution import EngineExecution, NoProfileFits
+from edgebox.errors import EdgeboxError
+from edgebox.tensors import InferRequest, InferResponse, Tensor
+
+log = logging.getLogger(__name__)
+
+
+class TensorRTInstance:
+    def __init__(
+        self,
+        where: str,
+        model_name: str,
+        version: int,
+        worker: CudaWorker,
+        execution: EngineExecution,
+        output_datatypes: dict[str, str],
+        max_batch_size: int,
+    ) -> None:
+        self._where = where
+        self._model_name = model_name
+        self._version = str(version)
+        self._worker = worker
+        self._execution = execution
+        self._datatypes = output_datatypes
+        self._output_names = list(output_datatypes)
+        self._max_batch_size = max_batch_size
+
+    @property
+    def worker(self) -> CudaWorker:
+        return self._worker
+
+    def execute(self, requests: Sequence[InferRequest]) -> list[InferResponse | EdgeboxError]:
+        if len(requests) > 1 and self._max_batch_size > 0 and _stackable(requests):
+            return self._run_batch(requests)
+        return [self._run_one(request) for request in requests]
+
+    def close(self) -> None:
+        """Free the engine's GPU memory and end the CUDA thread (which pops and
+        detaches its context); called once, after the last execute."""
+        self._worker.close(teardown=self._execution.release)
+
+    def _run_one(self, request: InferRequest) -> InferResponse | EdgeboxError:
+        wanted = self._wanted([request])
+        feeds = {t.name: t.data for t in request.inputs}
+        try:
+            results = self._worker.call(self._execution.run, feeds, wanted)
+        except EdgeboxError as exc:
+            return EdgeboxError(f"{self._where}: {exc}", exc.code)
+        except Exception as exc:
+            log.exception("%s: TensorRT execution raised", self._where)
+            return EdgeboxError(f"{self._where}: TensorRT execution failed: {_one_line(exc)}")
+        return self._response(request, results)
+
+    def _run_batch(self, requests: Sequence[InferRequest]) -> list[InferResponse | EdgeboxError]:
+        sizes = [request.inputs[0].data.shape[0] for request in requests]
+        feeds = {
+            t.name: np.concatenate([r.input(t.name).data for r in requests])
+            for t in requests[0].inputs
+        }
+        wanted = self._wanted(requests)
+        try:
+            merged = self._worker.call(self._execution.run, feeds, wanted)
+        except NoProfileFits:
+            return [self._run_one(request) for request in requests]
+        except EdgeboxError as exc:
+            return [EdgeboxError(f"{self._where}: {exc}", exc.code)] * len(requests)
+        except Exception as exc:
+            log.exception("%s: TensorRT execution raised", self._where)
+            error = EdgeboxError(f"{self._where}: TensorRT execution failed: {_one_line(exc)}")
+            return [error] * len(requests)
+        total = sum(sizes)
+        for name, array in merged.items():
+            if array.ndim == 0 or array.shape[0] != total:
+                error = EdgeboxError(
+                    f"{self._where}: output '{name}' has shape {list(array.shape)}, which does "
+                    f"not start with the batch size {total}"
+                )
+                return [error] * len(requests)
+        responses: list[InferResponse | EdgeboxError] = []
+        start = 0
+        for request, size in zip(requests, sizes, strict=True):
+            rows = {name: array[start : start + size] for name, array in merged.items()}
+            responses.append(self._response(request, rows))
+            start += size
+        return responses
+
+    def _wanted(self, requests: Sequence[InferRequest]) -> list[str]:
+        asked: set[str] = set()
+        for request in requests:
+            asked.update(o.name for o in request.outputs)
+        if not asked or any(not request.outputs for request in requests):
+            return list(self._output_names)
+        return [name for name in self._output_names if name in asked]
+
+    def _response(self, request: InferRequest, results: dict[str, np.ndarray]) -> InferResponse:
+        names = [o.name for o in request.outputs] or self._output_names
+        outputs = [Tensor(name, self._datatypes[name], results[name]) for name in names]
+        return InferResponse(self._model_name, self._version, outputs, id=request.id)
+
+
+def _stackable(requests: Sequence[InferRequest]) -> bool:
+    """Same inputs, datatypes and shapes apart from the batch dimension."""
+
+    def layout(request: InferRequest) -> list:
+        return sorted((t.name, t.datatype, t.data.shape[1:]) for t in request.inputs)
+
+    first = layout(requests[0])
+    return all(t.data.ndim > 0 for t in requests[0].inputs) and all(
+        layout(r) == first for r in requests[1:]
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")

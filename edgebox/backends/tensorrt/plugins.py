@@ -1,0 +1,111 @@
+"""Custom-layer (plugin) libraries, loaded before the engine that needs them.
+
+An engine with a custom layer deserializes only if the layer's plugin creator
+is registered first. edgebox loads the libraries a config names, then calls
+``trt.init_libnvinfer_plugins`` (which also registers TensorRT's own plugins),
+then deserializes. A config names libraries in two ways:
+
+- Triton's ``model_operations { op_library_filename: "/opt/plugins/libyolo.so" }``
+  (repeatable);
+- ``parameters { key: "plugins" value { string_value: "a.so,b.so" } }``, a
+  comma-separated list.
+
+Relative paths are taken from the model's folder. Libraries are opened with
+``RTLD_GLOBAL`` so their symbols are visible to TensorRT, and stay loaded for
+the life of the process (a shared library cannot be safely unloaded). Loading a
+library through ``LD_PRELOAD`` keeps working: its creators register when the
+process starts and ``init_libnvinfer_plugins`` leaves them in place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from edgebox.errors import Unavailable
+
+log = logging.getLogger(__name__)
+
+PLUGINS_PARAMETER = "plugins"
+"""The config ``parameters`` key that lists plugin libraries."""
+
+_loaded: dict[str, object] = {}
+"""Every library opened, by path: handles are kept, never closed."""
+_loaded_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class PluginLibrary:
+    path: Path
+    origin: str
+    """Where the config names it: ``<config.pbtxt>:<line>: <field>``."""
+
+
+def plugin_libraries(config, model_dir: Path) -> list[PluginLibrary]:
+    """The libraries ``config`` asks for, in the order given."""
+    config_path = model_dir / "config.pbtxt"
+    try:
+        text = config_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    named: list[tuple[str, str]] = [
+        (name, "model_operations.op_library_filename")
+        for name in config.model_operations.op_library_filename
+    ]
+    if PLUGINS_PARAMETER in config.parameters:
+        listed = config.parameters[PLUGINS_PARAMETER].string_value
+        named += [
+            (name.strip(), f"parameters '{PLUGINS_PARAMETER}'")
+            for name in listed.split(",")
+            if name.strip()
+        ]
+    libraries = []
+    for name, field in named:
+        path = Path(name)
+        if not path.is_absolute():
+            path = model_dir / path
+        line = _line_of(text, name)
+        where = f"{config_path}:{line}" if line else str(config_path)
+        libraries.append(PluginLibrary(path, f"{where}: {field}"))
+    return libraries
+
+
+def load_plugins(
+    libraries: Sequence[PluginLibrary],
+    trt,
+    logger,
+    open_library: Callable[[str], object] | None = None,
+) -> None:
+    """Open every library, then register TensorRT's plugin creators; raises
+    Unavailable naming the library and the config line that asked for it."""
+    opener = open_library or _open_global
+    for library in libraries:
+        key = str(library.path)
+        if not library.path.is_file():
+            raise Unavailable(f"plugin library '{library.path}' not found ({library.origin})")
+        try:
+            handle = opener(key)
+        except OSError as exc:
+            raise Unavailable(
+                f"cannot load plugin library '{library.path}' ({library.origin}): {exc}"
+            ) from None
+        with _loaded_lock:
+            _loaded[key] = handle
+        log.info("loaded TensorRT plugin library '%s' (%s)", library.path, library.origin)
+    if not trt.init_libnvinfer_plugins(logger, ""):
+        log.warning("init_libnvinfer_plugins failed: TensorRT's own plugins may be missing")
+
+
+def _open_global(path: str) -> object:
+    return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+
+
+def _line_of(text: str, value: str) -> int | None:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if value in line:
+            return number
+    return None
