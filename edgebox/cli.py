@@ -1,5 +1,5 @@
 """Command line: ``edgebox serve``, ``edgebox check``, ``edgebox publish``,
-``edgebox --version``.
+``edgebox build-engine``, ``edgebox --version``.
 
 Flags take Triton's names where Triton has the flag (``--model-repository``,
 ``--model-control-mode``, ``--repository-poll-secs``, ``--load-model``,
@@ -105,6 +105,63 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="config.pbtxt to install with the version (required for a new model)",
     )
+
+    build_engine = commands.add_parser(
+        "build-engine",
+        help="build a TensorRT engine from an ONNX file on this device and publish it "
+        "as a new model version",
+    )
+    build_engine.add_argument("onnx", type=Path, metavar="MODEL.onnx", help="ONNX file to build")
+    build_engine.add_argument(
+        "--repository", type=Path, required=True, metavar="REPO", help="model repository folder"
+    )
+    build_engine.add_argument(
+        "--model", required=True, metavar="NAME", help="model name (its folder in the repository)"
+    )
+    build_engine.add_argument(
+        "--version", default=None, metavar="N", help="version number (default: highest + 1)"
+    )
+    build_engine.add_argument("--fp16", action="store_true", help="allow FP16 layers")
+    build_engine.add_argument(
+        "--int8", action="store_true", help="allow INT8 layers, calibrated on --calibration-dir"
+    )
+    build_engine.add_argument(
+        "--calibration-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="images (.jpg, .png, .bmp) to calibrate INT8 with, through the model's preprocessing",
+    )
+    build_engine.add_argument(
+        "--preprocess-model",
+        default=None,
+        metavar="NAME",
+        help="python model that preprocesses calibration images "
+        "(default: the one feeding the model in an ensemble)",
+    )
+    build_engine.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="calibrate from the images even when an earlier version's cache fits",
+    )
+    build_engine.add_argument(
+        "--dla-core", default=None, metavar="N", help="build for DLA core N (needs --fp16/--int8)"
+    )
+    build_engine.add_argument(
+        "--gpu-fallback",
+        action="store_true",
+        help="with --dla-core: run layers the DLA cannot run on the GPU",
+    )
+    for flag, which in (("--min-shapes", "min"), ("--opt-shapes", "opt"), ("--max-shapes", "max")):
+        build_engine.add_argument(
+            flag,
+            default=None,
+            metavar="SPEC",
+            help=f"{which} shapes of the optimization profile, as trtexec: input:1x3x360x640,...",
+        )
+    build_engine.add_argument(
+        "--workspace", default=None, metavar="MB", help="builder workspace limit in MiB"
+    )
     return parser
 
 
@@ -117,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         return _check(args.repository)
     if args.command == "publish":
         return _publish(args)
+    if args.command == "build-engine":
+        return _build_engine(args)
     parser.print_help()
     return EXIT_OK
 
@@ -163,6 +222,43 @@ def _publish(args: argparse.Namespace) -> int:
         path = publish_version(
             args.source, args.repository, args.model, version=args.version, config=args.config
         )
+    except ConfigRejected as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"edgebox: {exc}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    except EdgeboxError as exc:
+        print(f"edgebox: {exc}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    print(f"published model '{args.model}' version {path.name} to {path}")
+    return EXIT_OK
+
+
+def _build_engine(args: argparse.Namespace) -> int:
+    _configure_logging(0)
+    from edgebox.engine_build.command import build_engine
+    from edgebox.engine_build.options import parse_build_options
+    from edgebox.repository.publish import ConfigRejected
+
+    try:
+        options = parse_build_options(
+            args.onnx,
+            args.repository,
+            args.model,
+            version=args.version,
+            fp16=args.fp16,
+            int8=args.int8,
+            calibration_dir=args.calibration_dir,
+            preprocess_model=args.preprocess_model,
+            recalibrate=args.recalibrate,
+            dla_core=args.dla_core,
+            gpu_fallback=args.gpu_fallback,
+            min_shapes=args.min_shapes,
+            opt_shapes=args.opt_shapes,
+            max_shapes=args.max_shapes,
+            workspace_mb=args.workspace,
+        )
+        path = build_engine(options)
     except ConfigRejected as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
