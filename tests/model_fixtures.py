@@ -7,6 +7,7 @@ import shutil
 import textwrap
 from pathlib import Path
 
+from scripts.build_demo_repository import build_generated_files
 from scripts.onnx_builders import build_add_sub
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -65,5 +66,5 @@ def copy_demo_repository(target: Path) -> Path:
     shutil.copytree(
         DEMO_REPOSITORY, target, ignore=shutil.ignore_patterns("model.onnx", "__pycache__")
     )
-    build_add_sub(target / "add_sub" / "1" / "model.onnx")
+    build_generated_files(target)
     return target
