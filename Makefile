@@ -17,8 +17,10 @@ $(STAMP): setup.cfg pyproject.toml
 demo-models: $(STAMP)
 	$(PY) scripts/build_demo_repository.py $(REPO)
 
+# etc/demo.yaml adds a synthetic road stream through lane_pipeline: lanes
+# flow in the log with no camera. ARGS may override it (--config FILE).
 run: demo-models
-	$(VENV)/bin/edgebox serve --model-repository $(REPO) $(ARGS)
+	$(VENV)/bin/edgebox serve --config etc/demo.yaml --model-repository $(REPO) $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check edgebox tests bench scripts

@@ -12,6 +12,8 @@ comparison (``bench/server_choice.py``). Then issue 3's two measurements:
 dynamic batching against none at concurrency 8 (``bench/batching.py``, on the
 same daemon and repository) and the time from ``edgebox publish`` to the first
 answer by the new version (``bench/drops.py``, on a poll-mode daemon of its own).
+Then issue 4's stream throughput against the detector alone
+(``bench/stream_fps.py``, in this process, on the demo's ``lane_pipeline``).
 
     python bench/run.py                       # full run, about 5 minutes
     python bench/run.py --quick               # smoke run, under a minute
@@ -19,7 +21,9 @@ answer by the new version (``bench/drops.py``, on a poll-mode daemon of its own)
     python bench/run.py --skip-server-choice
     python bench/run.py --server-choice-only
     python bench/run.py --issue3              # only batching and drops, under 2 minutes
-    python bench/run.py --only batching,drops # any of: issue2, server-choice, batching, drops
+    python bench/run.py --only batching,drops # any of: issue2, server-choice, batching, drops,
+                                              # stream
+    python bench/run.py --only stream         # only the stream throughput, about 2 minutes
 
 Exits 1 when a target fails (unless ``--no-fail``). Results also go to
 ``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``, the
@@ -47,7 +51,7 @@ for _path in (REPO_ROOT, REPO_ROOT / "tests"):
 
 import tritonclient.http as httpclient  # noqa: E402
 
-from bench import batching, drops, server_choice  # noqa: E402
+from bench import batching, drops, server_choice, stream_fps  # noqa: E402
 from bench.cpu_time import process_cpu_s  # noqa: E402
 from bench.floors import DirectSession, SocketFloor  # noqa: E402
 from bench.latency import Round, Summary  # noqa: E402
@@ -78,6 +82,9 @@ class Plan:
     """Rounds of ONNX Runtime batch 8 against 8 x batch 1, in-process."""
     drops: int
     """Versions published, one after another, to the poll-mode daemon."""
+    stream_rounds: int
+    """Issue 4: rounds of the stream comparison, and seconds per measurement."""
+    stream_s: float
 
 
 FULL = Plan(
@@ -92,6 +99,8 @@ FULL = Plan(
     batch_bare_s=0.75,
     floor_rounds=15,
     drops=6,
+    stream_rounds=5,
+    stream_s=4.0,
 )
 QUICK = Plan(
     rounds=3,
@@ -105,8 +114,10 @@ QUICK = Plan(
     batch_bare_s=0.4,
     floor_rounds=5,
     drops=3,
+    stream_rounds=2,
+    stream_s=1.5,
 )
-PARTS = ("issue2", "server-choice", "batching", "drops")
+PARTS = ("issue2", "server-choice", "batching", "drops", "stream")
 
 
 @dataclass
@@ -220,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
         figures, found = measure_drops(plan)
         results["drops"] = figures
         targets += [Target(*t) for t in found]
+    if "stream" in parts:
+        figures, found = measure_stream(plan)
+        results["stream"] = figures
+        targets += [Target(*t) for t in found]
     for target in targets:
         print(f"{'PASS' if target.passed else 'FAIL'} {target.name}: {target.text}")
     results["targets"] = [target.__dict__ for target in targets]
@@ -266,6 +281,16 @@ def measure_drops(plan: Plan) -> tuple[dict, list]:
         code = daemon.stop()
         if code != 0:
             print(f"drops daemon exited with {code}; see {daemon.log_path}", file=sys.stderr)
+
+
+def measure_stream(plan: Plan) -> tuple[dict, list]:
+    """Issue 4's stream throughput, in this process (``bench/out/stream/``)."""
+    print(
+        f"\nissue 4: stream fps against {stream_fps.DETECTOR} alone, {plan.stream_rounds} rounds",
+        flush=True,
+    )
+    repository, video = stream_fps.prepare(OUT / "stream")
+    return stream_fps.measure(repository, video, plan.stream_rounds, plan.stream_s, log=_progress)
 
 
 def measure_daemon(

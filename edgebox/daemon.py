@@ -20,6 +20,7 @@ from edgebox.protocol.v2_handlers import V2Handlers
 from edgebox.repository.poller import RepositoryPoller
 from edgebox.sd_notify import notify, watchdog_interval_s
 from edgebox.settings import Settings
+from edgebox.streams.manager import StreamManager
 
 log = logging.getLogger("edgebox")
 
@@ -50,6 +51,7 @@ class Daemon:
             max_connections=settings.http_max_connections,
             align_body_at=_binary_part_offset,
         )
+        self.streams = StreamManager(settings.streams, self.dataplane, self.bus)
         self.poller: RepositoryPoller | None = None
         self._stop = threading.Event()
 
@@ -73,6 +75,7 @@ class Daemon:
             self.poller.prime()
             self.poller.start()
         self.dataplane.mark_started()
+        self.streams.start()
         log.info("edgebox ready (model control mode '%s')", mode)
         notify("READY=1")
         interval = watchdog_interval_s()
@@ -93,11 +96,16 @@ class Daemon:
         return self.http.accepting and poller_ok
 
     def shutdown(self) -> None:
-        """Stop within ``exit_timeout_secs`` in all: in-flight requests finish,
-        then models are unloaded (python models' ``finalize`` runs)."""
+        """Stop within ``exit_timeout_secs`` in all: streams stop first (their
+        frame in flight finishes), then in-flight requests finish, then models
+        are unloaded (python models' ``finalize`` runs)."""
         log.info("shutting down: finishing in-flight requests")
         notify("STOPPING=1")
         deadline = time.monotonic() + self.settings.exit_timeout_secs
+        # Streams get at most half the budget, so a camera read that hangs
+        # cannot take the time HTTP requests need to finish.
+        if not self.streams.stop(self.settings.exit_timeout_secs / 2):
+            log.warning("a stream did not stop in time; continuing the shutdown")
         self.dataplane.mark_stopping()
         if self.poller is not None:
             self.poller.stop()

@@ -12,13 +12,15 @@ import dataclasses
 import difflib
 import math
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from edgebox.errors import EdgeboxError
+from edgebox.streams.source_spec import parse_source
 
 DEFAULT_CONFIG_FILE = Path("/etc/edgebox/edgebox.yaml")
 CONTROL_MODES = ("none", "poll", "explicit")
@@ -26,6 +28,33 @@ CONTROL_MODES = ("none", "poll", "explicit")
 
 class SettingsError(EdgeboxError):
     pass
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamSettings:
+    """One entry of ``streams``: frames from ``source`` run through ``model``
+    (see docs/streams.md)."""
+
+    name: str
+    """Names the stream in the log, its status and results: letters, digits,
+    ``_``, ``.`` and ``-`` (it will become part of MQTT topics)."""
+    source: str
+    """A V4L2 device (``/dev/video0`` or an index), a video file, an
+    ``rtsp://`` URL, a GStreamer pipeline ending in ``appsink``, or
+    ``synthetic:road``."""
+    model: str = "lane_pipeline"
+    """The model each frame goes to, always its current version; its one
+    input must be UINT8 ``[-1,-1,3]`` (a BGR frame)."""
+    fps: float = 15.0
+    """Most frames per second taken from the source. 0: no cap; a camera's
+    every frame is decoded (the queue still drops what the model cannot keep
+    up with), a video file or synthetic source is read only as fast as the
+    model goes, so every frame is inferred."""
+    queue_frames: int = 1
+    """Frames waiting for the model; when full the oldest is dropped (and
+    counted), so results stay fresh rather than fall behind."""
+    log_interval_s: float = 10.0
+    """Seconds between the stream's summary lines in the log."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +84,10 @@ class Settings:
     """How long shutdown waits for in-flight requests."""
     log_verbose: int = 0
     """0 logs state changes and problems; 1 adds debug detail."""
+    streams: tuple[StreamSettings, ...] = ()
+    """Camera, video or synthetic streams to run through a model; none by
+    default. YAML only in practice (a list of mappings); ``EDGEBOX_STREAMS``
+    takes the same list as YAML text."""
 
     @property
     def sources(self) -> dict[str, str]:
@@ -125,6 +158,8 @@ def _unknown(key: str, shown: str) -> str:
 
 def _coerce(key: str, value: Any, source: str) -> Any:
     kind = _FIELDS[key].type
+    if key == "streams":
+        return _streams(value, source)
     try:
         # An empty YAML value is None; str() would turn it into the name 'None'.
         if value is None or isinstance(value, dict):
@@ -186,3 +221,109 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
         raise fail("exit_timeout_secs", "must be >= 0")
     if settings.load_model and settings.model_control_mode != "explicit":
         raise fail("load_model", "only applies with model_control_mode explicit")
+
+
+_STREAM_FIELDS = {f.name: f for f in dataclasses.fields(StreamSettings)}
+_STREAM_REQUIRED = [
+    f.name for f in dataclasses.fields(StreamSettings) if f.default is dataclasses.MISSING
+]
+_STREAM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+MAX_QUEUE_FRAMES = 64
+
+
+def _streams(value: Any, source: str) -> tuple[StreamSettings, ...]:
+    """``streams`` from YAML (a list of mappings) or from text holding such a
+    list (the environment); every problem names the entry and its key."""
+    if isinstance(value, str):
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise SettingsError(
+                f"setting 'streams' from {source}: not valid YAML: {getattr(exc, 'problem', exc)}"
+            ) from None
+    if not isinstance(value, list):
+        raise SettingsError(
+            f"setting 'streams' from {source}: expected a list of streams "
+            f"(each with name, source, model, fps), got {value!r}"
+        )
+    streams = [_stream(index, entry, source) for index, entry in enumerate(value)]
+    seen: dict[str, int] = {}
+    for index, stream in enumerate(streams):
+        if stream.name in seen:
+            raise SettingsError(
+                f"setting 'streams[{index}].name' from {source}: stream name '{stream.name}' "
+                f"is already used by streams[{seen[stream.name]}]"
+            )
+        seen[stream.name] = index
+    return tuple(streams)
+
+
+def _stream(index: int, entry: Any, source: str) -> StreamSettings:
+    where = f"streams[{index}]"
+
+    def fail(key: str | None, message: str) -> SettingsError:
+        return SettingsError(
+            f"setting '{where}{'.' + key if key else ''}' from {source}: {message}"
+        )
+
+    if not isinstance(entry, dict):
+        raise fail(None, f"expected a mapping with name, source, model, fps, got {entry!r}")
+    for key in entry:
+        if key not in _STREAM_FIELDS:
+            guess = difflib.get_close_matches(str(key).replace("-", "_"), list(_STREAM_FIELDS), n=1)
+            hint = f"; did you mean '{guess[0]}'?" if guess else ""
+            raise fail(None, f"unknown key '{key}'{hint}")
+    for key in _STREAM_REQUIRED:
+        if key not in entry:
+            raise fail(None, f"missing required key '{key}'")
+
+    name = entry["name"]
+    if not isinstance(name, str) or not _STREAM_NAME.fullmatch(name):
+        raise fail(
+            "name",
+            "expected 1-64 letters, digits, '_', '.' or '-' (starting with a letter or digit), "
+            f"got {name!r}",
+        )
+    raw_source = entry["source"]
+    try:
+        parse_source(raw_source)
+    except ValueError as exc:
+        raise fail("source", str(exc)) from None
+    values: dict[str, Any] = {"name": name, "source": str(raw_source).strip()}
+    model = entry.get("model", StreamSettings.model)
+    if not isinstance(model, str) or not model.strip():
+        raise fail("model", f"expected a model name, got {model!r}")
+    values["model"] = model.strip()
+    if "fps" in entry:
+        values["fps"] = _number(
+            entry["fps"], lambda v: v >= 0, "a number >= 0 (0: no cap)", fail, "fps"
+        )
+    if "queue_frames" in entry:
+        frames = entry["queue_frames"]
+        if (
+            isinstance(frames, bool)
+            or not isinstance(frames, int)
+            or not (1 <= frames <= MAX_QUEUE_FRAMES)
+        ):
+            raise fail("queue_frames", f"expected an integer 1..{MAX_QUEUE_FRAMES}, got {frames!r}")
+        values["queue_frames"] = frames
+    if "log_interval_s" in entry:
+        values["log_interval_s"] = _number(
+            entry["log_interval_s"], lambda v: v > 0, "a number > 0", fail, "log_interval_s"
+        )
+    return StreamSettings(**values)
+
+
+def _number(
+    value: Any,
+    accept: Callable[[float], bool],
+    expected: str,
+    fail: Callable[[str | None, str], SettingsError],
+    key: str,
+) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise fail(key, f"expected {expected}, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or not accept(number):
+        raise fail(key, f"expected {expected}, got {value!r}")
+    return number

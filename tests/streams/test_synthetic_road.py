@@ -10,7 +10,7 @@ from edgebox.streams.synthetic_road import SyntheticRoad, render_road
 def test_a_seed_always_renders_the_same_frame():
     a, b = render_road(42), render_road(42)
     assert np.array_equal(a.image, b.image)
-    assert all(np.array_equal(x, y) for x, y in zip(a.lanes, b.lanes))
+    assert all(np.array_equal(x, y) for x, y in zip(a.lanes, b.lanes, strict=True))
     assert not np.array_equal(a.image, render_road(43).image)
 
 
@@ -47,5 +47,5 @@ def test_the_drive_moves_the_dashes_but_keeps_the_road():
     first, second = drive.next_frame(), drive.next_frame()
     assert not np.array_equal(first.image, second.image)
     assert len(first.lanes) == len(second.lanes)
-    for a, b in zip(first.lanes, second.lanes):
+    for a, b in zip(first.lanes, second.lanes, strict=True):
         assert abs(a[0, 0] - b[0, 0]) < 5

@@ -1,0 +1,20 @@
+"""How long a stream waits before reopening a source that failed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential and capped: a camera unplugged for a minute is retried
+    every ``max_s`` rather than hammered, and one that blips is back quickly.
+    Tests pass tiny values instead of waiting seconds."""
+
+    initial_s: float = 0.5
+    max_s: float = 10.0
+    factor: float = 2.0
+
+    def delay_s(self, attempt: int) -> float:
+        """Wait before retry number ``attempt`` (0 for the first retry)."""
+        return min(self.max_s, self.initial_s * self.factor ** min(attempt, 64))

@@ -1,0 +1,49 @@
+"""The event a stream publishes for every inferred frame.
+
+MQTT publishing and the dashboard's live view subscribe to ``StreamResult``
+on the event bus; ``as_dict`` is the JSON they send, so it stays small: the
+model's outputs summarized (see ``summary.py``), never the frame or raw tensors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class StreamLatency:
+    """Where one frame's time went, in milliseconds."""
+
+    capture_ms: float
+    """Waiting for the frame and decoding it (not the fps cap's pacing)."""
+    queue_ms: float
+    """Waiting between capture and inference, behind the frame being inferred."""
+    inference_ms: float
+    """``DataPlane.infer``: the whole model, ensemble steps included."""
+    total_ms: float
+    """From the start of the capture to the result, summary included."""
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    stream: str
+    model: str
+    model_version: str
+    """The version that answered; changes under a running stream on hot reload."""
+    frame_index: int
+    """Counts every frame the stream captured since it started, across
+    reconnects and file rewinds; gaps are frames dropped or not inferred."""
+    timestamp: float
+    """Wall-clock time (seconds since the epoch) the frame was captured."""
+    frame_width: int
+    frame_height: int
+    latency: StreamLatency
+    outputs: dict[str, Any]
+    """JSON-able summary of the outputs; treat as read-only."""
+
+    def as_dict(self) -> dict[str, Any]:
+        document = dataclasses.asdict(self)
+        document["latency"] = {k: round(v, 3) for k, v in document["latency"].items()}
+        return document

@@ -1,0 +1,201 @@
+"""The ``streams`` setting: parsed from YAML or the environment, every
+problem named by entry, key and source; the shipped example stays valid."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import itertools
+from pathlib import Path
+
+import pytest
+
+from edgebox import settings as settings_module
+from edgebox.settings import Settings, SettingsError, StreamSettings, load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def no_default_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(settings_module, "DEFAULT_CONFIG_FILE", tmp_path / "etc" / "edgebox.yaml")
+
+
+def config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "edgebox.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def error(tmp_path: Path, text: str) -> str:
+    path = config(tmp_path, text)
+    with pytest.raises(SettingsError) as info:
+        load_settings({}, config_file=path, environ={})
+    return str(info.value).replace(str(path), "FILE")
+
+
+def test_no_streams_by_default():
+    assert load_settings({}, environ={}).streams == ()
+
+
+def test_streams_from_yaml_with_defaults_filled_in(tmp_path):
+    path = config(
+        tmp_path,
+        "streams:\n"
+        "  - {name: demo-road, source: 'synthetic:road', model: lane_pipeline, fps: 15}\n"
+        "  - name: usb\n"
+        "    source: 0\n"
+        "    fps: 0\n"
+        "    queue_frames: 3\n"
+        "    log_interval_s: 2.5\n",
+    )
+    loaded = load_settings({}, config_file=path, environ={})
+    assert loaded.streams == (
+        StreamSettings(name="demo-road", source="synthetic:road", model="lane_pipeline", fps=15.0),
+        StreamSettings(
+            name="usb",
+            source="0",
+            model="lane_pipeline",
+            fps=0.0,
+            queue_frames=3,
+            log_interval_s=2.5,
+        ),
+    )
+    assert loaded.sources["streams"] == str(path)
+
+
+def test_streams_from_the_environment_as_yaml_text():
+    loaded = load_settings(
+        {}, environ={"EDGEBOX_STREAMS": "[{name: cam, source: /dev/video0, model: detector}]"}
+    )
+    assert loaded.streams == (StreamSettings(name="cam", source="/dev/video0", model="detector"),)
+    assert loaded.sources["streams"] == "EDGEBOX_STREAMS"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "streams: {name: cam}\n",
+            "setting 'streams' from FILE: expected a list of streams (each with name, source, "
+            "model, fps), got {'name': 'cam'}",
+        ),
+        (
+            "streams:\n",
+            "setting 'streams' from FILE: expected a list of streams (each with name, source, "
+            "model, fps), got None",
+        ),
+        (
+            "streams: [cam]\n",
+            "setting 'streams[0]' from FILE: expected a mapping with name, source, model, fps, "
+            "got 'cam'",
+        ),
+        (
+            "streams: [{name: cam, source: 0, fsp: 10}]\n",
+            "setting 'streams[0]' from FILE: unknown key 'fsp'; did you mean 'fps'?",
+        ),
+        (
+            "streams: [{name: cam, source: 0, colour: red}]\n",
+            "setting 'streams[0]' from FILE: unknown key 'colour'",
+        ),
+        (
+            "streams: [{name: cam}]\n",
+            "setting 'streams[0]' from FILE: missing required key 'source'",
+        ),
+        (
+            "streams: [{name: a, source: 0}, {source: 1}]\n",
+            "setting 'streams[1]' from FILE: missing required key 'name'",
+        ),
+        (
+            "streams: [{name: 'front cam', source: 0}]\n",
+            "setting 'streams[0].name' from FILE: expected 1-64 letters, digits, '_', '.' or '-' "
+            "(starting with a letter or digit), got 'front cam'",
+        ),
+        (
+            "streams: [{name: a, source: 0}, {name: b, source: 1}, {name: a, source: 2}]\n",
+            "setting 'streams[2].name' from FILE: stream name 'a' is already used by streams[0]",
+        ),
+        (
+            "streams: [{name: cam, source: 'synthetic:river'}]\n",
+            "setting 'streams[0].source' from FILE: unknown synthetic scene 'river'; known: road",
+        ),
+        (
+            "streams: [{name: cam, source: ''}]\n",
+            "setting 'streams[0].source' from FILE: is empty",
+        ),
+        (
+            "streams: [{name: cam, source: 0, model: ''}]\n",
+            "setting 'streams[0].model' from FILE: expected a model name, got ''",
+        ),
+        (
+            "streams: [{name: cam, source: 0, fps: fast}]\n",
+            "setting 'streams[0].fps' from FILE: expected a number >= 0 (0: no cap), got 'fast'",
+        ),
+        (
+            "streams: [{name: cam, source: 0, fps: -1}]\n",
+            "setting 'streams[0].fps' from FILE: expected a number >= 0 (0: no cap), got -1",
+        ),
+        (
+            "streams: [{name: cam, source: 0, fps: .nan}]\n",
+            "setting 'streams[0].fps' from FILE: expected a number >= 0 (0: no cap), got nan",
+        ),
+        (
+            "streams: [{name: cam, source: 0, queue_frames: 0}]\n",
+            "setting 'streams[0].queue_frames' from FILE: expected an integer 1..64, got 0",
+        ),
+        (
+            "streams: [{name: cam, source: 0, queue_frames: 2.5}]\n",
+            "setting 'streams[0].queue_frames' from FILE: expected an integer 1..64, got 2.5",
+        ),
+        (
+            "streams: [{name: cam, source: 0, log_interval_s: 0}]\n",
+            "setting 'streams[0].log_interval_s' from FILE: expected a number > 0, got 0",
+        ),
+    ],
+)
+def test_bad_streams_name_the_entry_key_and_file(tmp_path, text, message):
+    assert error(tmp_path, text) == message
+
+
+def test_bad_yaml_in_the_environment_is_refused():
+    with pytest.raises(SettingsError) as info:
+        load_settings({}, environ={"EDGEBOX_STREAMS": "[{name: cam"})
+    assert str(info.value) == (
+        "setting 'streams' from EDGEBOX_STREAMS: not valid YAML: "
+        "expected ',' or '}', but got '<stream end>'"
+    )
+
+
+def test_stream_settings_fields_have_docstrings():
+    body = ast.parse(inspect.getsource(StreamSettings)).body[0].body
+    documented = {
+        node.target.id
+        for node, after in itertools.pairwise(body)
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(after, ast.Expr)
+        and isinstance(after.value, ast.Constant)
+    }
+    assert documented == {f.name for f in dataclasses.fields(StreamSettings)}
+
+
+def test_shipped_config_example_is_valid_once_uncommented(tmp_path):
+    lines = (ROOT / "etc" / "edgebox.yaml").read_text(encoding="utf-8").splitlines()
+    start = lines.index("# streams:")
+    example = []
+    for line in lines[start:]:
+        if not line.startswith("#"):
+            break
+        example.append(line[2:])
+    assert lines[start + len(example)] == "streams: []"
+    loaded = load_settings({}, config_file=config(tmp_path, "\n".join(example)), environ={})
+    assert [s.name for s in loaded.streams] == ["front", "dock", "usb"]
+    assert loaded.streams[0].source.startswith("nvarguscamerasrc")
+
+
+def test_demo_config_runs_the_synthetic_road_through_lane_pipeline():
+    loaded = load_settings({}, config_file=ROOT / "etc" / "demo.yaml", environ={})
+    assert loaded.streams == (
+        StreamSettings(name="demo-road", source="synthetic:road", model="lane_pipeline", fps=15),
+    )
+    assert dataclasses.replace(loaded, streams=()) == Settings()
