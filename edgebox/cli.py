@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from edgebox import __version__
@@ -216,12 +217,23 @@ def _check(repository: Path) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    from edgebox.repository.publish import ConfigRejected, publish_version
+    from edgebox.repository.publish import publish_version
+
+    return _report_published(
+        args.model,
+        lambda: publish_version(
+            args.source, args.repository, args.model, version=args.version, config=args.config
+        ),
+    )
+
+
+def _report_published(model: str, publish: Callable[[], Path]) -> int:
+    """Runs a command that ends by publishing a version; prints where it went,
+    or every problem that stopped it."""
+    from edgebox.repository.publish import ConfigRejected
 
     try:
-        path = publish_version(
-            args.source, args.repository, args.model, version=args.version, config=args.config
-        )
+        path = publish()
     except ConfigRejected as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
@@ -230,7 +242,7 @@ def _publish(args: argparse.Namespace) -> int:
     except EdgeboxError as exc:
         print(f"edgebox: {exc}", file=sys.stderr)
         return EXIT_PROBLEMS
-    print(f"published model '{args.model}' version {path.name} to {path}")
+    print(f"published model '{model}' version {path.name} to {path}")
     return EXIT_OK
 
 
@@ -238,9 +250,8 @@ def _build_engine(args: argparse.Namespace) -> int:
     _configure_logging(0)
     from edgebox.engine_build.command import build_engine
     from edgebox.engine_build.options import parse_build_options
-    from edgebox.repository.publish import ConfigRejected
 
-    try:
+    def build() -> Path:
         options = parse_build_options(
             args.onnx,
             args.repository,
@@ -258,17 +269,9 @@ def _build_engine(args: argparse.Namespace) -> int:
             max_shapes=args.max_shapes,
             workspace_mb=args.workspace,
         )
-        path = build_engine(options)
-    except ConfigRejected as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        print(f"edgebox: {exc}", file=sys.stderr)
-        return EXIT_PROBLEMS
-    except EdgeboxError as exc:
-        print(f"edgebox: {exc}", file=sys.stderr)
-        return EXIT_PROBLEMS
-    print(f"published model '{args.model}' version {path.name} to {path}")
-    return EXIT_OK
+        return build_engine(options)
+
+    return _report_published(args.model, build)
 
 
 def _configure_logging(verbose: int) -> None:
