@@ -34,6 +34,9 @@ class RoadFrame:
     """(height, width, 3) uint8, BGR as OpenCV captures it."""
     lanes: tuple[np.ndarray, ...]
     """Per lane line, (K, 2) float32 (x, y) pixel points ordered bottom to top."""
+    vanishing_point: tuple[float, float] = (float("nan"), float("nan"))
+    """(x, y) pixel where the lines would meet on a straight road: the
+    horizon's row and the camera's heading."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +180,9 @@ def _render(
     lanes = [truth for truth in truths if len(truth) >= 2]
     _light(image, scene, camera, rng)
     image += _sensor_noise(rng, image.shape) * scene.noise
-    return RoadFrame(np.clip(image, 0, 255).astype(np.uint8), tuple(lanes))
+    return RoadFrame(
+        np.clip(image, 0, 255).astype(np.uint8), tuple(lanes), (camera.x_v, camera.y_h)
+    )
 
 
 _NOISE_BANKS: dict[tuple[int, ...], np.ndarray] = {}

@@ -50,6 +50,21 @@ def test_lane_probability_follows_the_paint(detector):
     assert postprocess.lane_probabilities(blank).max() < 0.5
 
 
+def test_the_detector_finds_where_the_roads_lines_meet(tmp_path):
+    path = build_lane_detector(tmp_path / "probed.onnx", probes=True)
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for seed in (3, 11, 19, 27):
+        road = render_road(seed)
+        found = dict(zip(
+            [o.name for o in session.get_outputs()],
+            session.run(None, {"input": preprocess.to_model_input(road.image)}),
+            strict=True,
+        ))
+        x_v, horizon = road.vanishing_point
+        assert abs(found["probe_horizon"].item() - horizon) <= 3.0, seed
+        assert abs(found["probe_x_v"].item() - x_v) <= 6.0, seed
+
+
 def test_preprocessing_resizes_any_frame_to_rgb_chw_in_unit_range():
     frame = np.zeros((720, 1280, 3), np.uint8)
     frame[..., 0] = 255  # blue in BGR
