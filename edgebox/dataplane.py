@@ -83,13 +83,19 @@ class DataPlane:
         served = self._registry.get(name, version)
         config = served.config
         versions = sorted(self._registry.served_versions(name))
-        return {
+        metadata = {
             "name": name,
             "versions": [str(v) for v in versions],
             "platform": config.platform or config.backend,
             "inputs": [_tensor_metadata(s) for s in served.signature.inputs.values()],
             "outputs": [_tensor_metadata(s) for s in served.signature.outputs.values()],
         }
+        # Beyond KServe v2's fields, which clients ignore: what the backend
+        # found at load (where TensorRT placed the layers, ONNX Runtime's
+        # provider fallback), so it need not be dug out of the log.
+        if served.notes:
+            metadata["notes"] = list(served.notes)
+        return metadata
 
     def model_config(self, name: str, version: str = "") -> dict:
         return config_to_dict(self._registry.get(name, version).config)

@@ -29,20 +29,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-
-class FakeSeverity(enum.Enum):
-    INTERNAL_ERROR = 0
-    ERROR = 1
-    WARNING = 2
-    INFO = 3
-    VERBOSE = 4
-
-
-class FakeILogger:
-    Severity = FakeSeverity
-
-    def __init__(self) -> None:
-        pass
+from fakes.fake_tensorrt_runtime import FakeILogger, FakeSeverity
 
 
 class FakeDataType(enum.Enum):

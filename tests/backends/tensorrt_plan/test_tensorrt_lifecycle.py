@@ -1,5 +1,5 @@
 """The TensorRT backend under the real lifecycle manager, registry and
-dataplane (fake Jetson underneath): the layer placement reaches the repository
+dataplane (fake Jetson underneath): the layer placement reaches the model's metadata, the repository
 index and the log, requests run through the dynamic batcher auto-complete
 turned on, and unloading everything (the daemon's shutdown path) closes every
 instance, so each CUDA context is popped and detached on its own thread."""
@@ -54,7 +54,7 @@ instance_group [
 """
 
 
-def test_placement_reaches_the_index_and_the_log(jetson, served, caplog) -> None:
+def test_placement_reaches_the_metadata_the_index_and_the_log(jetson, served, caplog) -> None:
     manager, registry, dataplane = served
     layers = ["{ForeignNode[conv1...relu9]}", "Softmax_10"]
     jetson.write_model("lane", DLA_CONFIG, spec=FakeEngineSpec(layers=layers))
@@ -69,6 +69,7 @@ def test_placement_reaches_the_index_and_the_log(jetson, served, caplog) -> None
         "state": "READY",
         "reason": note,
     } in dataplane.repository_index()
+    assert dataplane.model_metadata("lane")["notes"] == [note]
     assert f"model 'lane' version 1: READY ({note})" in caplog.text
 
 
