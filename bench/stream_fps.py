@@ -18,6 +18,9 @@ event bus.
   the preprocessed tensor of one of those frames, back to back on one thread.
 * **pipeline alone**, a diagnostic: ``DataPlane.infer`` on ``lane_pipeline``
   with one frame, back to back, no stream: the ensemble's cost without capture.
+  Two frames in flight, the stream's default.
+* **stream (1 in flight)**, a diagnostic: the same with ``in_flight: 1``,
+  one frame after another.
 * **stream (synthetic)**, a diagnostic: the same stream on ``synthetic:road``,
   which renders each frame in the capture thread.
 
@@ -67,7 +70,13 @@ WIDTH, HEIGHT = 640, 360
 TARGET_RATIO = 0.85
 WARMUP_RESULTS = 3
 MAX_CALLS = 100_000
-MEASUREMENTS = ("detector alone", "pipeline alone", "stream (file)", "stream (synthetic)")
+MEASUREMENTS = (
+    "detector alone",
+    "pipeline alone",
+    "stream (file)",
+    "stream (1 in flight)",
+    "stream (synthetic)",
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_REPOSITORY = ROOT / "model_repository"
@@ -161,6 +170,9 @@ def measure(
             "detector alone": lambda s, c: _calls(stack, detector_request, s, c),
             "pipeline alone": lambda s, c: _calls(stack, pipeline_request, s, c),
             "stream (file)": lambda s, c: _stream(stack, str(video), s, c),
+            "stream (1 in flight)": lambda s, c: _stream(
+                stack, str(video), s, c, in_flight=1
+            ),
             "stream (synthetic)": lambda s, c: _stream(
                 stack, f"synthetic:road?seed=7&width={WIDTH}&height={HEIGHT}", s, c
             ),
@@ -194,11 +206,20 @@ def _calls(stack: _Stack, request: InferRequest, seconds: float, cell: Cell) -> 
         cell.cpu_ms.append((cpu_after - cpu_before) / result.calls * 1e3)
 
 
-def _stream(stack: _Stack, source: str, seconds: float, cell: Cell) -> None:
+def _stream(
+    stack: _Stack, source: str, seconds: float, cell: Cell, in_flight: int = 2
+) -> None:
     """One stream run: start, skip the warm-up results, count results for
     ``seconds``, stop."""
     results = stack.bus.subscribe(StreamResult, max_events=100_000)
-    config = StreamSettings(name="bench", source=source, model=PIPELINE, fps=0, log_interval_s=3600)
+    config = StreamSettings(
+        name="bench",
+        source=source,
+        model=PIPELINE,
+        fps=0,
+        in_flight=in_flight,
+        log_interval_s=3600,
+    )
     manager = StreamManager([config], stack.dataplane, stack.bus)
     manager.start()
     try:

@@ -1,4 +1,4 @@
-"""The hand-off between a stream's capture thread and its inference thread."""
+"""The hand-off between a stream's capture thread and its inference threads."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ T = TypeVar("T")
 class FrameQueue(Generic[T]):
     """Bounded, drop-oldest: when the model is slower than the source, the
     frame waiting longest is the stalest, so it goes (counted in ``dropped``)
-    and the capture thread never waits. One producer thread, one consumer.
+    and the capture thread never waits. One producer thread; consumers take
+    turns (the inference loop serializes its ``get`` calls).
 
     A producer whose frames cannot go stale (a video file read as fast as the
     model goes) calls ``wait_for_room`` before reading the next one, rather

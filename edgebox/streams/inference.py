@@ -1,8 +1,10 @@
-"""A stream's inference thread: frames from the queue through the dataplane
-to ``StreamResult`` events on the bus and summary lines in the log."""
+"""A stream's inference threads: frames from the queue through the dataplane
+to ``StreamResult`` events on the bus, in frame order, and summary lines in
+the log."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -14,6 +16,7 @@ from edgebox.events import EventBus
 from edgebox.streams.capture import CapturedFrame
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
+from edgebox.streams.in_order import InOrder
 from edgebox.streams.log_limiter import LogLimiter
 from edgebox.streams.model_input import FrameInput, ModelUnusable, bind_frame_input
 from edgebox.streams.result import StreamLatency, StreamResult
@@ -32,8 +35,15 @@ fast as the model goes does not spin a core on a model that is missing."""
 
 
 class InferenceLoop:
-    """``run`` is the inference thread's body; it returns when the queue is
-    closed, after the frame in flight (if any) is done.
+    """``run`` is the body of each of the stream's inference threads (as many
+    as frames may be in flight); it returns when the queue is closed, after
+    the thread's frame in flight (if any) is done.
+
+    With two frames in flight, frame k+1 is preprocessed while frame k is in
+    the detector (each step of an ensemble has its own instances), so the
+    python steps hide behind a fast GPU model instead of adding to it. Results
+    are still published, counted and logged one at a time in the order the
+    frames were taken.
 
     The model's current version runs each frame (``model_version`` ""), so a
     hot reload swaps under the stream and the result names the version that
@@ -67,25 +77,33 @@ class InferenceLoop:
         self._clock = clock
         self._frame_input: FrameInput | None = None
         self._window = _Window()
+        self._taking = threading.Lock()
+        self._order = InOrder()
 
     def run(self) -> None:
         while True:
-            frame = self._queue.get()
-            if frame is None:
-                return
+            with self._taking:
+                frame = self._queue.get()
+                if frame is None:
+                    return
+                ticket = self._order.take()
             try:
-                self._infer(frame)
+                outcome = self._infer(frame)
             except Exception as exc:
                 log.exception("stream '%s': frame %d", self._name, frame.index)
-                self._fail(frame, f"unexpected error: {exc!r}", unusable=False)
+                outcome = _Failure(f"unexpected error: {exc!r}", unusable=False)
+            with self._order.turn(ticket):
+                if isinstance(outcome, StreamResult):
+                    self._publish(outcome)
+                else:
+                    self._fail(frame, outcome.reason, outcome.unusable)
 
-    def _infer(self, frame: CapturedFrame) -> None:
+    def _infer(self, frame: CapturedFrame) -> StreamResult | _Failure:
         dequeued = self._clock()
         try:
             frame_input = self._frame_input or bind_frame_input(self._dataplane, self._model)
         except ModelUnusable as exc:
-            self._fail(frame, str(exc), unusable=True)
-            return
+            return _Failure(str(exc), unusable=True)
         self._frame_input = frame_input
         request = frame_input.request(frame.image)
         try:
@@ -94,15 +112,13 @@ class InferenceLoop:
             # The model may have changed under the stream (removed, or a new
             # version with other inputs): look it up again for the next frame.
             self._frame_input = None
-            self._fail(frame, str(exc), unusable=exc.code in _NOT_SERVING)
-            return
+            return _Failure(str(exc), unusable=exc.code in _NOT_SERVING)
         inferred = self._clock()
         try:
             outputs = summarize(response.outputs)
         except SummaryError as exc:
             where = f"model '{response.model_name}' version {response.model_version}"
-            self._fail(frame, f"{where}: {exc}", unusable=False)
-            return
+            return _Failure(f"{where}: {exc}", unusable=False)
         done = self._clock()
         capture_s = frame.capture_s
         latency = StreamLatency(
@@ -112,7 +128,7 @@ class InferenceLoop:
             total_ms=(capture_s + done - frame.queued_at) * 1e3,
         )
         height, width = frame.image.shape[:2]
-        result = StreamResult(
+        return StreamResult(
             stream=self._name,
             model=response.model_name or self._model,
             model_version=response.model_version,
@@ -123,7 +139,9 @@ class InferenceLoop:
             latency=latency,
             outputs=outputs,
         )
-        self._counters.record_result(response.model_version)
+
+    def _publish(self, result: StreamResult) -> None:
+        self._counters.record_result(result.model_version)
         self._report(None)
         self._bus.publish(result)
         self._log_result(result)
@@ -180,6 +198,12 @@ class InferenceLoop:
             self._queue.dropped,
             self._counters.inference_failures,
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Failure:
+    reason: str
+    unusable: bool
 
 
 class _Window:

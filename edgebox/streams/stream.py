@@ -92,8 +92,13 @@ class Stream:
             threading.Thread(
                 target=self._capture.run, name=f"stream-{config.name}-capture", daemon=True
             ),
-            threading.Thread(
-                target=self._inference.run, name=f"stream-{config.name}-infer", daemon=True
+            *(
+                threading.Thread(
+                    target=self._inference.run,
+                    name=f"stream-{config.name}-infer-{n + 1}",
+                    daemon=True,
+                )
+                for n in range(config.in_flight)
             ),
         ]
 
@@ -108,13 +113,13 @@ class Stream:
             thread.start()
 
     def request_stop(self) -> None:
-        """Ask both threads to end: the capture thread after its current read,
-        the inference thread after its frame in flight; queued frames go."""
+        """Ask the threads to end: the capture thread after its current read,
+        each inference thread after its frame in flight; queued frames go."""
         self._stop.set()
         self.queue.close()
 
     def join(self, timeout_s: float) -> bool:
-        """Wait for the threads up to ``timeout_s``; True if both ended (the
+        """Wait for the threads up to ``timeout_s``; True if all ended (the
         source is then closed). Marks the stream stopped either way."""
         deadline = time.monotonic() + timeout_s
         for thread in self._threads:

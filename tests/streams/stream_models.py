@@ -58,6 +58,33 @@ class TritonPythonModel:
             pb_utils.Tensor("level", level), pb_utils.Tensor("size", size)])]
 """
 
+PAIR_CONFIG = FRAME_MODEL_CONFIG + """
+instance_group [ {{ count: 2 kind: KIND_CPU }} ]
+"""
+"""Two instances, so two frames can be inside the model at once."""
+
+HOLDS_DARK_FRAMES = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+from fakes import blocking_gate
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        image = pb_utils.get_input_tensor_by_name(requests[0], "image").as_numpy()
+        level = round(float(image.mean()))
+        if level < 100:
+            blocking_gate.entered.set()
+            assert blocking_gate.release.wait(20), "the test never released the gate"
+        else:
+            blocking_gate.finalized.append(str(level))
+        return [pb_utils.InferenceResponse(output_tensors=[
+            pb_utils.Tensor("level", np.array([level], dtype=np.int32)),
+            pb_utils.Tensor("size", np.array(image.shape[:2], dtype=np.int32))])]
+"""
+"""Holds a dark frame until the test releases it; lets bright ones through
+and notes each in ``blocking_gate.finalized``."""
+
 SLOW_PROBE = """
 import time
 

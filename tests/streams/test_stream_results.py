@@ -16,7 +16,9 @@ from stream_models import (
     FAKE_LANES,
     FP32_CONFIG,
     GATED_PROBE,
+    HOLDS_DARK_FRAMES,
     LANES_CONFIG,
+    PAIR_CONFIG,
     SLOW_PROBE,
     write_frame_model,
     write_video,
@@ -79,7 +81,9 @@ def test_slow_model_drops_the_oldest_frames_and_never_blocks_capture(tmp_path, s
     video = write_video(tmp_path / "grey.avi", [60] * 10)
     results = stack.bus.subscribe(StreamResult)
     manager = run_streams(
-        StreamSettings(name="cam", source=str(video), model="slow", fps=200, queue_frames=2)
+        StreamSettings(
+            name="cam", source=str(video), model="slow", fps=200, queue_frames=2, in_flight=1
+        )
     )
     assert blocking_gate.entered.wait(10), "the first frame never reached the model"
 
@@ -104,6 +108,32 @@ def test_slow_model_drops_the_oldest_frames_and_never_blocks_capture(tmp_path, s
         final.frames_inferred + final.frames_dropped + final.inference_failures
     )
     assert 0 <= unaccounted <= 2, final
+
+
+def test_two_frames_in_flight_overlap_yet_results_keep_frame_order(
+    tmp_path, stack, run_streams
+):
+    write_model(
+        tmp_path, "pair", PAIR_CONFIG.format(name="pair"), {"1/model.py": HOLDS_DARK_FRAMES}
+    )
+    stack.manager.load_model("pair")
+    video = write_video(tmp_path / "dark_first.avi", [20] + [200] * 7)
+    results = stack.bus.subscribe(StreamResult)
+    manager = run_streams(
+        StreamSettings(name="cam", source=str(video), model="pair", fps=0, in_flight=2)
+    )
+    assert blocking_gate.entered.wait(10), "the dark frame never reached the model"
+    wait_for(
+        lambda: blocking_gate.finalized,
+        what="a bright frame to pass the model while the dark one is held",
+    )
+    assert manager.status()[0].frames_inferred == 0, "a later frame was published first"
+
+    blocking_gate.release.set()
+    seen = [wait_for_event(results, what=f"result {n}") for n in range(6)]
+    assert seen[0].frame_index == 0 and seen[0].outputs["level"][0] < 100
+    indices = [r.frame_index for r in seen]
+    assert indices == sorted(indices) and len(set(indices)) == len(indices), indices
 
 
 def test_uncapped_video_file_has_every_frame_inferred_in_order(tmp_path, stack, run_streams):

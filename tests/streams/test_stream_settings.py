@@ -48,6 +48,7 @@ def test_streams_from_yaml_with_defaults_filled_in(tmp_path):
         "    source: 0\n"
         "    fps: 0\n"
         "    queue_frames: 3\n"
+        "    in_flight: 1\n"
         "    log_interval_s: 2.5\n",
     )
     loaded = load_settings({}, config_file=path, environ={})
@@ -59,6 +60,7 @@ def test_streams_from_yaml_with_defaults_filled_in(tmp_path):
             model="lane_pipeline",
             fps=0.0,
             queue_frames=3,
+            in_flight=1,
             log_interval_s=2.5,
         ),
     )
@@ -147,6 +149,14 @@ def test_streams_from_the_environment_as_yaml_text():
         (
             "streams: [{name: cam, source: 0, queue_frames: 2.5}]\n",
             "setting 'streams[0].queue_frames' from FILE: expected an integer 1..64, got 2.5",
+        ),
+        (
+            "streams: [{name: cam, source: 0, in_flight: 5}]\n",
+            "setting 'streams[0].in_flight' from FILE: expected an integer 1..4, got 5",
+        ),
+        (
+            "streams: [{name: cam, source: 0, in_flight: true}]\n",
+            "setting 'streams[0].in_flight' from FILE: expected an integer 1..4, got True",
         ),
         (
             "streams: [{name: cam, source: 0, log_interval_s: 0}]\n",
