@@ -3,7 +3,9 @@ machine with TensorRT 8.5+ and pycuda).
 
 An engine is built here from the ONNX lane model (``build_lane_model``) with
 TensorRT's plain builder API, loaded through the backend and through a real
-daemon, and its outputs compared with ONNX Runtime's within FP16 tolerance.
+daemon, and its outputs compared with ONNX Runtime's within FP16 tolerance;
+the demo's constructed detector, built as an FP16 engine, is scored on the
+synthetic roads like the ONNX one.
 Skipped, with the reason, where TensorRT, pycuda or a CUDA GPU is missing;
 the DLA test also needs a device with DLA cores (AGX Orin, Orin NX).
 """
@@ -42,7 +44,14 @@ from edgebox.backends.tensorrt.backend import Backend  # noqa: E402
 from edgebox.backends.tensorrt.trt_logger import tensorrt_logger  # noqa: E402
 from edgebox.errors import Unavailable  # noqa: E402
 from edgebox.repository.config import read_model_config  # noqa: E402
+from edgebox.streams.synthetic_road import render_road  # noqa: E402
 from edgebox.tensors import InferRequest, InferResponse, Tensor  # noqa: E402
+from scripts.lane_accuracy import (  # noqa: E402
+    ACCURACY_SEED_BASE,
+    _load_model_module,
+    score_frame,
+)
+from scripts.lane_detector import build_lane_detector  # noqa: E402
 from scripts.onnx_builders import build_lane_model  # noqa: E402
 
 pytestmark = pytest.mark.timeout(1200)
@@ -152,6 +161,36 @@ def test_lane_engine_matches_onnx_runtime_within_fp16_tolerance(tmp_path, lane, 
     assert_fp16_close(results[1].outputs[0].data, lane.reference(pair))
     assert_fp16_close(alone[0].outputs[0].data, lane.reference(single))
     assert context.notes[0].startswith("layer placement: GPU: ")
+
+
+def test_the_demo_detector_as_an_fp16_engine_finds_lanes_as_onnx_runtime_does(tmp_path):
+    """The constructed detector makes discrete choices (TopK peaks, the
+    horizon row, ArgMax), which FP16 may flip on a near tie, so its raw
+    proposals are not compared element by element: its decoded lanes are
+    scored against the synthetic roads' ground truth instead."""
+    detector = LaneModel(build_lane_detector(tmp_path / "detector.onnx"))
+    plan = detector.build_plan(tmp_path / "detector.plan")
+    context = context_of(lane_folder(tmp_path / "repo", plan))
+    backend = Backend()
+    backend.complete_config(context)
+    instance = backend.load_instance(context, InstanceSpec("lane_0_0", "GPU", 0))
+    preprocess = _load_model_module("lane_preprocess")
+    postprocess = _load_model_module("lane_postprocess")
+    scores = []
+    try:
+        for i in range(40):
+            road = render_road(ACCURACY_SEED_BASE + i)
+            tensor = preprocess.to_model_input(road.image)
+            (response,) = instance.execute(
+                [InferRequest("lane", [Tensor(detector.input_name, "FP32", tensor)])]
+            )
+            assert isinstance(response, InferResponse), response
+            _, lanes = postprocess.decode_lanes(response.outputs[0].data[0], 360, 640, 0.5, 20, 6)
+            scores.append(score_frame(road.lanes, lanes))
+    finally:
+        instance.close()
+        backend.unload(context)
+    assert sum(s.passed for s in scores) >= 38, [s for s in scores if not s.passed]
 
 
 def test_sidecar_from_another_tensorrt_is_refused_by_this_tensorrt(tmp_path, lane_plan):
