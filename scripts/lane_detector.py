@@ -400,14 +400,21 @@ def _solve_vanishing(g: _Graph, w: str, x: str) -> tuple[str, str, str]:
     return horizon, chosen(x_v), chosen(bend)
 
 
+def _depth(g: _Graph, horizon: str) -> tuple[str, str]:
+    """Each row's distance below ``horizon`` (at least MIN_DEPTH_ROWS), and
+    whether it is far enough below to place a lane by (1.0 or 0.0)."""
+    below_by = g.sub(g.const(row_ys().astype(np.float32)), horizon)
+    depth = g.op("Max", below_by, g.scalar(MIN_DEPTH_ROWS))
+    usable = g.op("Cast", g.op("Greater", below_by, g.scalar(MIN_DEPTH_ROWS)),
+                  to=TensorProto.FLOAT)
+    return depth, usable
+
+
 def _lane_support(g: _Graph, w: str, x: str, horizon: str, x_v: str, bend: str) -> str:
     """[N, G, M, 72]: how far each lane's paint agrees with the geometry of
     its group, each lane taking its best slope; horizon, x_v and b are
     [N, G, 1, 1]."""
-    rows = g.const(row_ys().astype(np.float32))
-    depth = g.op("Max", g.sub(rows, horizon), g.scalar(MIN_DEPTH_ROWS))
-    below = g.op("Cast", g.op("Greater", g.sub(rows, horizon), g.scalar(MIN_DEPTH_ROWS)),
-                 to=TensorProto.FLOAT)
+    depth, below = _depth(g, horizon)
     base = g.add(x_v, g.div(bend, depth))
     usable = g.mul(w, below)
     slope = _perspective_slope(g, usable, x, base, depth, g.scalar(0.0), 1e-3)
@@ -525,21 +532,17 @@ def build_lane_detector(path: Path, probes: bool = False) -> Path:
     fit = _evaluate_fit(g, _solve_quadratic_fit(g, inlier_weight, offset, t), t)
     first_logit, _, _ = _lane_score(g, g.add(anchor_rows, fit), inlier_weight, owned)
 
-    # Pass 2: the lanes that own the most paint fix the road's vanishing
-    # point and curvature; every anchor becomes a lane of that road, takes the
+    # Pass 2: the likeliest lanes vote on the road's vanishing point and
+    # curvature; every anchor becomes a lane of that road, takes the
     # paint along it and fits its one free parameter. A dash or two is then
     # enough to place a whole lane, and far paint cannot bend it.
     horizon, x_v, bend = _vanishing_geometry(g, first_logit, owned, x_seen)
     g.probe("horizon", horizon)
     g.probe("x_v", x_v)
     g.probe("bend", bend)
-    depth = g.op("Max", g.sub(g.const(row_ys().astype(np.float32)), horizon),
-                 g.scalar(MIN_DEPTH_ROWS))  # [N,1,72]
-    base = g.add(x_v, g.div(bend, depth))
     # Rows at or above the horizon say nothing about a lane's slope.
-    below_horizon = g.op("Cast", g.op("Greater", g.sub(g.const(row_ys().astype(np.float32)),
-                                                        horizon), g.scalar(MIN_DEPTH_ROWS)),
-                         to=TensorProto.FLOAT)
+    depth, below_horizon = _depth(g, horizon)  # [N,1,72]
+    base = g.add(x_v, g.div(bend, depth))
     anchor_weight = g.mul(g.const(anchor_exists), below_horizon)
     anchor_slope = _perspective_slope(g, anchor_weight, anchor_rows, base, depth,
                                       g.scalar(0.0), 1e-3)
