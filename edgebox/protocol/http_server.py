@@ -51,6 +51,9 @@ class HttpRequest:
     """Header names lower-cased."""
     body: memoryview
     """Writable; exactly the body's bytes."""
+    peer: str = ""
+    """The client's IP address as the socket saw it ("" when unknown): what
+    access control decides loopback by."""
 
 
 @dataclass(slots=True)
@@ -212,6 +215,10 @@ class _Connection:
         self._completed: collections.deque[_Message] = collections.deque()
         self._current: _Message | None = None
         self._refusal: HttpResponse | None = None
+        try:
+            self.peer = str(sock.getpeername()[0])
+        except (OSError, IndexError):
+            self.peer = ""
 
     def shutdown(self) -> None:
         try:
@@ -429,6 +436,7 @@ class _Connection:
             query=(url.query or b"").decode("latin-1"),
             headers=message.headers,
             body=body,
+            peer=self.peer,
         )
         try:
             response = self.server.handler(request)
