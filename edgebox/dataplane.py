@@ -100,6 +100,13 @@ class DataPlane:
     def model_config(self, name: str, version: str = "") -> dict:
         return config_to_dict(self._registry.get(name, version).config)
 
+    def check_servable(self, name: str, version: str = "") -> None:
+        """Raise what ``infer`` would for a model or version that cannot take a
+        request (NotFound, Unavailable with its reason), so a transport can say
+        so before it reads a body. ``infer`` still decides: a version may leave
+        in between."""
+        self._registry.get(name, version)
+
     def infer(self, request: InferRequest) -> InferResponse:
         served = self._registry.acquire(request.model_name, request.model_version)
         try:

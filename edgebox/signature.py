@@ -65,9 +65,19 @@ class ModelSignature:
         )
 
     def check_request(self, request: InferRequest, where: str) -> None:
-        """Raise InvalidArgument naming the first input that does not fit."""
+        """Raise InvalidArgument naming the first input that does not fit.
+
+        An input given twice is refused, as Triton refuses it ("input 'X'
+        already exists in request"): backends would each pick a different one.
+        An output requested twice is refused too, where Triton keeps the first
+        silently: the two may ask for different ``binary_data`` or
+        ``classification``, and which one the client meant cannot be known."""
         batch_size = None
+        given: set[str] = set()
         for tensor in request.inputs:
+            if tensor.name in given:
+                raise InvalidArgument(f"{where}: input '{tensor.name}' already exists in request")
+            given.add(tensor.name)
             spec = self.inputs.get(tensor.name)
             if spec is None:
                 expected = ", ".join(f"'{n}'" for n in self.inputs) or "none"
@@ -98,12 +108,15 @@ class ModelSignature:
                         f"{where}: inputs disagree on batch size ({batch_size} vs "
                         f"{shape[0]} for '{tensor.name}')"
                     )
-        given = {t.name for t in request.inputs}
         missing = [n for n, s in self.inputs.items() if not s.optional and n not in given]
         if missing:
             names = ", ".join(f"'{n}'" for n in missing)
             raise InvalidArgument(f"{where}: missing required input(s) {names}")
+        requested: set[str] = set()
         for output in request.outputs:
+            if output.name in requested:
+                raise InvalidArgument(f"{where}: output '{output.name}' requested twice")
+            requested.add(output.name)
             if output.name not in self.outputs:
                 expected = ", ".join(f"'{n}'" for n in self.outputs) or "none"
                 raise InvalidArgument(

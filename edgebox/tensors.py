@@ -89,7 +89,11 @@ def serialize_bytes(array: np.ndarray) -> bytes:
 
 def deserialize_bytes(raw, count: int) -> np.ndarray:
     """``count`` length-prefixed elements from ``raw``, as a flat object array;
-    ValueError says what is wrong with the layout."""
+    ValueError says what is wrong with the layout. Every element takes at least
+    its 4-byte length, so a ``count`` that ``raw`` cannot hold is refused before
+    the array (8 bytes a slot) is allocated."""
+    if count > len(raw) // 4:
+        raise ValueError(f"{count} BYTES elements need at least {4 * count} bytes, got {len(raw)}")
     array = np.empty(count, dtype=object)
     offset = 0
     size = len(raw)

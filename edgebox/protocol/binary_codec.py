@@ -9,16 +9,17 @@ Spec: https://github.com/triton-inference-server/server/blob/main/docs/protocol/
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from edgebox.errors import InvalidArgument
 from edgebox.tensors import Tensor, deserialize_bytes, numpy_dtype, serialize_bytes
 
 
-def decode_tensor(where: str, datatype: str, shape: list[int], raw: memoryview) -> np.ndarray:
-    count = math.prod(shape)
+def decode_tensor(
+    where: str, datatype: str, shape: list[int], count: int, raw: memoryview
+) -> np.ndarray:
+    """``count`` elements of ``shape`` (as ``infer_codec.element_count`` checked
+    it) from ``raw``; fixed-size types become a view over ``raw``."""
     if datatype == "BYTES":
         return _decode_bytes(where, shape, count, raw)
     dtype = numpy_dtype(datatype)

@@ -19,6 +19,19 @@ from edgebox.tensors import DATATYPES, InferRequest, InferResponse, RequestedOut
 
 HEADER_LENGTH = "inference-header-content-length"
 
+MAX_RANK = 32
+"""Most dimensions a tensor may have: numpy 1.x's own limit (the packaged
+build pins numpy<2), well above TensorRT's 8. Checked before anything else
+about a shape, so a request's cost to parse never grows with a shape's length."""
+
+MAX_DIMENSION = 2**63 - 1
+"""Dimensions are int64, as in Triton and ONNX."""
+
+MAX_SPAN = 2**60 - 1
+"""Most elements the non-zero dimensions of a shape may multiply to: numpy
+(and Triton's int64 byte sizes) cannot address more of the widest datatype,
+even in a tensor that a zero dimension leaves empty."""
+
 
 def decode_request(
     body: memoryview, headers: dict[str, str], model_name: str, model_version: str
@@ -45,6 +58,8 @@ def decode_request(
         document = json.loads(bytes(json_part))
     except ValueError as exc:
         raise InvalidArgument(f"{where}: request JSON is malformed: {exc}") from None
+    except RecursionError:
+        raise InvalidArgument(f"{where}: request JSON nests too deeply") from None
     if not isinstance(document, dict):
         raise InvalidArgument(f"{where}: request JSON must be an object")
     inputs_json = document.get("inputs")
@@ -129,12 +144,7 @@ def _decode_input(item, position: int, where: str, binary: memoryview, offset: i
     if datatype not in DATATYPES:
         raise InvalidArgument(f"{at}: unknown datatype {datatype!r}")
     shape = item.get("shape")
-    if not isinstance(shape, list) or not all(
-        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
-    ):
-        raise InvalidArgument(
-            f"{at}: 'shape' must be a list of non-negative integers, got {shape!r}"
-        )
+    count = element_count(at, shape)
     parameters = item.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise InvalidArgument(f"{at}: 'parameters' must be an object")
@@ -149,11 +159,66 @@ def _decode_input(item, position: int, where: str, binary: memoryview, offset: i
                 f"{at}: binary_data_size {size} runs past the end of the body "
                 f"({len(binary) - offset} bytes of binary data left)"
             )
-        data = binary_codec.decode_tensor(at, datatype, shape, binary[offset : offset + size])
+        data = binary_codec.decode_tensor(
+            at, datatype, shape, count, binary[offset : offset + size]
+        )
         return Tensor(name, datatype, data), size
     if "data" not in item:
         raise InvalidArgument(f"{at}: needs 'data' or parameters.binary_data_size")
-    return Tensor(name, datatype, json_codec.decode_tensor(at, datatype, shape, item["data"])), 0
+    data = json_codec.decode_tensor(at, datatype, shape, count, item["data"])
+    return Tensor(name, datatype, data), 0
+
+
+def element_count(where: str, shape) -> int:
+    """How many elements ``shape`` (a client's list) describes, or InvalidArgument.
+
+    The rank is checked before any dimension is looked at and each dimension
+    before any is multiplied, and the product stops at ``MAX_SPAN``: whatever
+    a client sends, this costs at most ``MAX_RANK`` comparisons and
+    multiplications of int64-sized numbers. (A plain product of a long list of
+    huge integers once held the GIL for tens of seconds.) Whether the count
+    fits in the bytes that carry the data is each codec's check.
+    """
+    if not isinstance(shape, list):
+        raise InvalidArgument(
+            f"{where}: 'shape' must be a list of non-negative integers, got "
+            f"{type(shape).__name__}"
+        )
+    if len(shape) > MAX_RANK:
+        raise InvalidArgument(
+            f"{where}: shape has {len(shape)} dimensions, at most {MAX_RANK} are supported"
+        )
+    for index, dim in enumerate(shape):
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
+            got = "[" + ", ".join(_dim_text(d) for d in shape) + "]"
+            raise InvalidArgument(
+                f"{where}: 'shape' must be a list of non-negative integers, got {got}"
+            )
+        if dim > MAX_DIMENSION:
+            raise InvalidArgument(
+                f"{where}: shape dimension {index} is larger than {MAX_DIMENSION} "
+                "(dimensions are int64)"
+            )
+    span = 1
+    empty = False
+    for dim in shape:
+        if dim == 0:
+            empty = True
+            continue
+        span = span * dim
+        if span > MAX_SPAN:
+            raise InvalidArgument(f"{where}: shape {shape} spans more than {MAX_SPAN} elements")
+    return 0 if empty else span
+
+
+def _dim_text(dim) -> str:
+    """A dimension as an error message shows it: never longer than an int64,
+    never a nested structure."""
+    if dim is None or isinstance(dim, (bool, float)):
+        return repr(dim)
+    if isinstance(dim, int):
+        return repr(dim) if -MAX_DIMENSION <= dim <= MAX_DIMENSION else "<out of int64 range>"
+    return f"<{type(dim).__name__}>"
 
 
 def _decode_output(item, where: str) -> RequestedOutput:

@@ -6,16 +6,16 @@ elements are UTF-8 strings (binary data is the way to send arbitrary bytes).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from edgebox.errors import InvalidArgument
 from edgebox.tensors import Tensor, numpy_dtype
 
 
-def decode_tensor(where: str, datatype: str, shape: list[int], data) -> np.ndarray:
-    count = math.prod(shape)
+def decode_tensor(where: str, datatype: str, shape: list[int], count: int, data) -> np.ndarray:
+    """``count`` elements of ``shape`` (as ``infer_codec.element_count`` checked
+    it) from a JSON ``data`` value; nothing is allocated for ``count`` before
+    ``data`` is seen to hold that many elements."""
     if datatype == "BYTES":
         flat = _flatten(data)
         if len(flat) != count:
@@ -29,7 +29,13 @@ def decode_tensor(where: str, datatype: str, shape: list[int], data) -> np.ndarr
                     f"{where}: BYTES data must be strings in JSON, got {type(item).__name__} "
                     f"{item!r}"
                 )
-            array[index] = item.encode("utf-8")
+            try:
+                array[index] = item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidArgument(
+                    f"{where}: BYTES element {index} is not valid Unicode text (it holds a "
+                    "lone surrogate); send arbitrary bytes as binary data"
+                ) from None
         return array.reshape(shape)
     dtype = np.dtype(np.float32) if datatype == "BF16" else numpy_dtype(datatype)
     if dtype.kind in "biu":

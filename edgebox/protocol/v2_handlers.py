@@ -18,30 +18,47 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from http import HTTPStatus
 
 from edgebox.dataplane import DataPlane
-from edgebox.errors import EdgeboxError, InvalidArgument
+from edgebox.errors import EdgeboxError, InvalidArgument, NotFound
 from edgebox.protocol import infer_codec, repository_ext
 from edgebox.protocol.error_map import error_response
 from edgebox.protocol.http_server import HttpRequest, HttpResponse, json_error_response
+
+_VERSION = re.compile(r"0|[1-9][0-9]*")
+"""A version as a path segment: Triton routes only ``versions/[0-9]+`` and
+version folders never start with 0, so a version has exactly one spelling."""
+
+_INFLATE_CHUNK = 1 << 16
+"""Compressed bytes handed to zlib at a time."""
+
+_MAX_GZIP_MEMBERS = 64
+"""gzip members one body may hold (clients send one)."""
 
 _SERVER_ROUTES = frozenset(["", "health/live", "health/ready", "models/stats", "repository/index"])
 """Paths after ``/v2/`` outside ``models/{m}``: a wrong method on them is 405, not 404."""
 
 
 class V2Handlers:
-    """The HTTP handler: called on connection threads, many at once."""
+    """The HTTP handler: called on connection threads, many at once.
 
-    def __init__(self, dataplane: DataPlane) -> None:
+    ``max_request_bytes`` is the HTTP server's body limit; a compressed body may
+    inflate to no more than that either (413 past it)."""
+
+    def __init__(self, dataplane: DataPlane, max_request_bytes: int = 64 * 1024 * 1024) -> None:
         self.dataplane = dataplane
+        self.max_request_bytes = max_request_bytes
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         try:
             return self._route(request)
         except EdgeboxError as error:
             return error_response(error)
+        except _BodyTooLarge as refusal:
+            return json_error_response(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(refusal))
 
     def _route(self, request: HttpRequest) -> HttpResponse:
         parts = request.path.strip("/").split("/")
@@ -82,6 +99,11 @@ class V2Handlers:
         if len(rest) >= 2 and rest[0] == "versions":
             version = rest[1]
             rest = rest[2:]
+            if not _VERSION.fullmatch(version):
+                raise NotFound(
+                    f"model '{name}': no version '{version}' (versions are written in digits, "
+                    "without leading zeros)"
+                )
         action = rest[0] if rest else ""
         if len(rest) > 1:
             return _not_found(request)
@@ -102,10 +124,12 @@ class V2Handlers:
         return _not_found(request)
 
     def _infer(self, request: HttpRequest, name: str, version: str) -> HttpResponse:
+        # Nothing in the body is read for a model that cannot run it.
+        self.dataplane.check_servable(name, version)
         body = request.body
         encoding = request.headers.get("content-encoding")
         if encoding:
-            body = _decompress(body, encoding)
+            body = _decompress(body, encoding, self.max_request_bytes)
         infer_request, binary_default = infer_codec.decode_request(
             body, request.headers, name, version
         )
@@ -117,18 +141,63 @@ class V2Handlers:
         return http_response
 
 
-def _decompress(body: memoryview, encoding: str) -> memoryview:
+class _BodyTooLarge(Exception):
+    """A body that inflates past ``max_request_bytes``: 413, as an oversized one is."""
+
+
+def _decompress(body: memoryview, encoding: str, limit: int) -> memoryview:
     encoding = encoding.strip().lower()
-    try:
-        if encoding == "gzip":
-            return memoryview(bytearray(gzip.decompress(body)))
-        if encoding == "deflate":
-            return memoryview(bytearray(zlib.decompress(body)))
-    except (OSError, zlib.error, EOFError) as exc:
-        raise InvalidArgument(f"request body is not valid {encoding} data: {exc}") from None
     if encoding == "identity":
         return body
-    raise InvalidArgument(f"unsupported Content-Encoding '{encoding}' (use gzip or deflate)")
+    if encoding not in ("gzip", "deflate"):
+        raise InvalidArgument(f"unsupported Content-Encoding '{encoding}' (use gzip or deflate)")
+    try:
+        return memoryview(_inflate(body, encoding == "gzip", limit))
+    except zlib.error as exc:
+        raise InvalidArgument(f"request body is not valid {encoding} data: {exc}") from None
+
+
+def _inflate(body: memoryview, gzipped: bool, limit: int) -> bytearray:
+    """``body`` inflated, or _BodyTooLarge as soon as the output would pass
+    ``limit``: zlib is never asked for more than one byte past it, so a small
+    bomb cannot make the daemon allocate what it promises.
+
+    A deflate body is one zlib stream; bytes after it are ignored, as
+    ``zlib.decompress`` ignores them. A gzip body may hold up to
+    ``_MAX_GZIP_MEMBERS`` members, each optionally followed by NUL padding, as
+    ``gzip.decompress`` reads them; the cap bounds the per-member work a body
+    of many tiny members would otherwise cost.
+    """
+    out = bytearray()
+    position = 0
+    for _ in range(_MAX_GZIP_MEMBERS if gzipped else 1):
+        inflater = zlib.decompressobj(31 if gzipped else zlib.MAX_WBITS)
+        while not inflater.eof:
+            chunk = body[position : position + _INFLATE_CHUNK]
+            if not chunk:
+                raise zlib.error("it ends before the end of the stream")
+            position += len(chunk)
+            out += inflater.decompress(chunk, limit + 1 - len(out))
+            if len(out) > limit:
+                raise _BodyTooLarge(
+                    f"request body inflates past the limit of {limit} bytes (--max-request-bytes)"
+                )
+        position -= len(inflater.unused_data)
+        if gzipped:
+            position = _skip_nul_padding(body, position)
+        if not gzipped or position == len(body):
+            return out
+    raise zlib.error(f"it holds more than {_MAX_GZIP_MEMBERS} gzip members")
+
+
+def _skip_nul_padding(body: memoryview, position: int) -> int:
+    while position < len(body):
+        chunk = body[position : position + _INFLATE_CHUNK].tobytes()
+        rest = chunk.lstrip(b"\0")
+        position += len(chunk) - len(rest)
+        if rest:
+            break
+    return position
 
 
 def _compress(response: HttpResponse, accepted: str) -> None:

@@ -497,3 +497,134 @@ def test_bf16_and_bool_outputs_on_the_wire():
     document, binary = _split(encode_response(response, InferRequest("m", []), True))
     assert [o["parameters"]["binary_data_size"] for o in document["outputs"]] == [4, 2]
     assert binary == struct.pack("<HH", 0x3F80, 0xC000) + b"\x01\x00"
+
+
+# -- requests built to make parsing expensive ---------------------------------------------
+# Each of these once cost the daemon seconds of GIL time, hundreds of MB or a 500; each is
+# refused by a limit checked before any work that grows with the numbers in the request.
+
+
+def test_shape_longer_than_max_rank_is_refused_before_its_dimensions_are_read():
+    from edgebox.protocol.infer_codec import MAX_RANK
+
+    huge = 10**4000
+    for item in (
+        binary_input("X", "FP32", [huge] * (MAX_RANK + 8), 4),
+        json_input("X", "FP32", [huge] * (MAX_RANK + 8), [1.0]),
+        # Not even the type of a dimension is looked at past the limit.
+        json_input("X", "FP32", [1] * MAX_RANK + ["a"], [1.0]),
+    ):
+        binary = (b"\0" * 4,) if "parameters" in item else ()
+        error = decode_error({"inputs": [item]}, *binary)
+        assert isinstance(error, InvalidArgument)
+        assert str(error) == (
+            f"model 'm', input 'X': shape has {len(item['shape'])} dimensions, "
+            f"at most {MAX_RANK} are supported"
+        )
+
+
+def test_max_rank_shape_is_accepted():
+    from edgebox.protocol.infer_codec import MAX_RANK
+
+    request, _ = decode({"inputs": [json_input("X", "FP32", [1] * MAX_RANK, [2.5])]})
+    assert request.inputs[0].data.shape == (1,) * MAX_RANK
+
+
+@pytest.mark.parametrize("shape", [[0, 2**63], [2**63, 0], [1, 10**4000]])
+def test_dimension_beyond_int64_is_refused(shape):
+    for item, binary in (
+        (binary_input("X", "FP32", shape, 0), (b"",)),
+        (json_input("X", "FP32", shape, []), ()),
+        (json_input("X", "BYTES", shape, []), ()),
+    ):
+        error = decode_error({"inputs": [item]}, *binary)
+        assert isinstance(error, InvalidArgument)
+        index = next(i for i, d in enumerate(shape) if d >= 2**63)
+        assert str(error) == (
+            f"model 'm', input 'X': shape dimension {index} is larger than "
+            "9223372036854775807 (dimensions are int64)"
+        )
+
+
+def test_empty_tensor_whose_other_dimensions_no_array_can_span_is_refused():
+    shape = [0, 2**62, 2**62]
+    error = decode_error({"inputs": [binary_input("X", "FP32", shape, 0)]}, b"")
+    assert isinstance(error, InvalidArgument)
+    assert str(error) == (
+        "model 'm', input 'X': shape [0, 4611686018427387904, 4611686018427387904] spans "
+        "more than 1152921504606846975 elements"
+    )
+    request, _ = decode({"inputs": [binary_input("X", "FP32", [0, 2**20, 2**20], 0)]}, b"")
+    assert request.inputs[0].data.shape == (0, 2**20, 2**20)
+
+
+def test_element_count_never_multiplies_past_int64():
+    """The shape arithmetic stops as soon as the product passes the limit, so
+    its cost is bounded by MAX_RANK multiplications of int64-sized numbers,
+    whatever the client sent (it was quadratic in the digits it sent)."""
+    from edgebox.protocol.infer_codec import MAX_RANK, element_count
+
+    products: list[int] = []
+
+    class Dim(int):
+        def __mul__(self, other):
+            products.append(int(self) * int(other))
+            return products[-1]
+
+        __rmul__ = __mul__
+
+    with pytest.raises(InvalidArgument):
+        element_count("here", [Dim(2**62)] * MAX_RANK)
+    assert products and max(p.bit_length() for p in products) <= 126
+    assert element_count("here", [Dim(3), Dim(0), Dim(5)]) == 0
+    assert element_count("here", [Dim(3), Dim(4), Dim(5)]) == 60
+    assert element_count("here", []) == 1
+
+
+@pytest.mark.parametrize("count", [10_000_000, 2**40])
+def test_binary_bytes_count_the_body_cannot_hold_is_refused_without_allocating(count):
+    """A 109-byte request once made the daemon allocate ~760 MB (an object array
+    of ``count`` slots) before it found the data missing."""
+    import tracemalloc
+
+    body, headers = request_body(
+        {"inputs": [binary_input("T", "BYTES", [count], 4)]}, bytes_wire(b"")
+    )
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidArgument) as caught:
+            decode_request(body, headers, MODEL, "")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert str(caught.value) == (
+        f"model 'm', input 'T': {count} BYTES elements need at least {4 * count} bytes, got 4"
+    )
+    assert peak < 1_000_000
+
+
+def test_json_nested_deeper_than_the_parser_allows_is_refused():
+    depth = 100_000
+    body = b'{"inputs": [{"name": "X", "datatype": "FP32", "shape": [1], "data": '
+    body += b"[" * depth + b"]" * depth + b"}]}"
+    with pytest.raises(InvalidArgument) as caught:
+        decode_request(memoryview(bytearray(body)), {}, MODEL, "")
+    assert str(caught.value) == "model 'm': request JSON nests too deeply"
+
+
+def test_json_data_nested_deeper_than_numpy_allows_is_refused():
+    data: list = [1.0]
+    for _ in range(100):
+        data = [data]
+    error = decode_error({"inputs": [json_input("X", "FP32", [1], data)]})
+    assert isinstance(error, InvalidArgument)
+    assert str(error).startswith("model 'm', input 'X': 'data' does not hold FP32 values (")
+
+
+def test_json_bytes_with_a_lone_surrogate_are_refused():
+    error = decode_error({"inputs": [json_input("T", "BYTES", [2], ["ok", "bad \ud800"])]})
+    assert isinstance(error, InvalidArgument)
+    assert str(error) == (
+        "model 'm', input 'T': BYTES element 1 is not valid Unicode text "
+        "(it holds a lone surrogate); send arbitrary bytes as binary data"
+    )
