@@ -4,7 +4,8 @@
 Flags take Triton's names where Triton has the flag (``--model-repository``,
 ``--model-control-mode``, ``--repository-poll-secs``, ``--load-model``,
 ``--http-port``, ``--log-verbose``, ``--strict-readiness``,
-``--exit-timeout-secs``), so a tritonserver command line mostly carries over.
+``--exit-timeout-secs``, ``--http-restricted-api``, ``--grpc-restricted-protocol``),
+so a tritonserver command line mostly carries over.
 """
 
 from __future__ import annotations
@@ -75,6 +76,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--log-verbose", default=keep, help="0 = state changes and problems, 1 = debug"
+    )
+    serve.add_argument(
+        "--http-restricted-api",
+        action="append",
+        default=keep,
+        metavar="API[,API...]:KEY=VALUE",
+        help="as in Triton: these HTTP APIs need header KEY: VALUE (repeatable)",
+    )
+    serve.add_argument(
+        "--grpc-restricted-protocol",
+        action="append",
+        default=keep,
+        metavar="API[,API...]:KEY=VALUE",
+        help="as in Triton, for gRPC (validated now; applies once gRPC is served)",
+    )
+    serve.add_argument(
+        "--api-key-file",
+        default=keep,
+        metavar="FILE",
+        help="key that lets non-loopback clients use model-repository, shared-memory, "
+        "trace and logging (header edgebox-api-key)",
     )
 
     check = commands.add_parser("check", help="validate a model repository and list every problem")

@@ -14,6 +14,8 @@ from edgebox.devices import gpu_ids
 from edgebox.events import EventBus
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
+from edgebox.protocol.access_policy import AccessPolicy
+from edgebox.protocol.http_access import HttpAccessControl
 from edgebox.protocol.http_server import HttpServer
 from edgebox.protocol.infer_codec import HEADER_LENGTH
 from edgebox.protocol.v2_handlers import V2Handlers
@@ -43,8 +45,14 @@ class Daemon:
             control_mode=settings.model_control_mode,
             strict_readiness=settings.strict_readiness,
         )
+        self.access = AccessPolicy.from_settings(
+            settings.http_restricted_api, settings.api_key_file
+        )
         self.http = HttpServer(
-            V2Handlers(self.dataplane),
+            HttpAccessControl(
+                V2Handlers(self.dataplane, max_request_bytes=settings.max_request_bytes),
+                self.access,
+            ),
             settings.host,
             settings.http_port,
             max_request_bytes=settings.max_request_bytes,
@@ -62,6 +70,7 @@ class Daemon:
         settings = self.settings
         port = self.http.start()
         log.info("HTTP service listening on %s:%d", settings.host, port)
+        log.info("HTTP access: %s", self.access.describe())
         mode = settings.model_control_mode
         if mode == "explicit":
             names = list(settings.load_model)

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from edgebox.errors import EdgeboxError
+from edgebox.protocol.access_policy import parse_restrictions, read_api_key
 from edgebox.streams.source_spec import parse_source
 
 DEFAULT_CONFIG_FILE = Path("/etc/edgebox/edgebox.yaml")
@@ -93,6 +94,25 @@ class Settings:
     """Camera, video or synthetic streams to run through a model; none by
     default. YAML only in practice (a list of mappings); ``EDGEBOX_STREAMS``
     takes the same list as YAML text."""
+    http_restricted_api: tuple[str, ...] = ()
+    """Triton's ``--http-restricted-api`` groups, ``API[,API...]:KEY=VALUE``
+    each (repeat the flag for more groups): a request to a listed API needs
+    header KEY holding VALUE, from every client, loopback included. APIs:
+    model-repository, shared-memory, statistics, trace, logging, model-config,
+    health, metadata, inference; each in at most one group. A listed API drops
+    the appliance default for it (see ``api_key_file``). In the environment,
+    groups are separated by whitespace."""
+    grpc_restricted_protocol: tuple[str, ...] = ()
+    """Triton's ``--grpc-restricted-protocol`` groups, same form and API names
+    (the gRPC header is ``triton-grpc-protocol-KEY``). Validated and kept now;
+    it takes effect when the gRPC endpoint arrives."""
+    api_key_file: Path | None = None
+    """A file holding the appliance's API key (one line, at least 16 printable
+    characters; not readable by every user). Without it, model-repository,
+    shared-memory, trace and logging are served to loopback clients only (a
+    stricter default than Triton's); with it, other clients may call them with
+    the key in header ``edgebox-api-key``. APIs in ``http_restricted_api``
+    follow their group instead."""
 
     @property
     def sources(self) -> dict[str, str]:
@@ -165,13 +185,15 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     kind = _FIELDS[key].type
     if key == "streams":
         return _streams(value, source)
+    if key in _RESTRICTION_GROUPS:
+        return _restriction_groups(key, value, source)
     try:
         # An empty YAML value is None; str() would turn it into the name 'None'.
         if value is None or isinstance(value, dict):
             raise ValueError(value)
         if isinstance(value, list) and kind != "tuple[str, ...]":
             raise ValueError(value)
-        if kind == "Path":
+        if kind in ("Path", "Path | None"):
             return Path(str(value))
         if kind == "int":
             if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
@@ -226,6 +248,29 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
         raise fail("exit_timeout_secs", "must be >= 0")
     if settings.load_model and settings.model_control_mode != "explicit":
         raise fail("load_model", "only applies with model_control_mode explicit")
+    if settings.api_key_file is not None:
+        try:
+            read_api_key(settings.api_key_file)
+        except ValueError as exc:
+            raise fail("api_key_file", str(exc)) from None
+
+
+_RESTRICTION_GROUPS = ("http_restricted_api", "grpc_restricted_protocol")
+
+
+def _restriction_groups(key: str, value: Any, source: str) -> tuple[str, ...]:
+    """Triton's ``API[,API...]:KEY=VALUE`` groups: a list (flags, YAML) or text
+    with groups separated by whitespace (a group holds commas); checked the way
+    the daemon will read them."""
+    groups = value.split() if isinstance(value, str) else value
+    if not isinstance(groups, (list, tuple)):
+        groups = [groups]
+    groups = tuple(str(group) for group in groups)
+    try:
+        parse_restrictions(groups)
+    except ValueError as exc:
+        raise SettingsError(f"setting '{key}' from {source}: {exc}") from None
+    return groups
 
 
 _STREAM_FIELDS = {f.name: f for f in dataclasses.fields(StreamSettings)}

@@ -286,3 +286,59 @@ def test_missing_explicit_config_file_is_an_error(tmp_path: Path) -> None:
     assert settings_error(config_file=missing) == (
         f"cannot read configuration file '{missing}': No such file or directory"
     )
+
+
+# ------------------------------------------------------------------ access control
+
+
+def test_restricted_api_groups_from_flags_yaml_and_environment(tmp_path: Path) -> None:
+    groups = ("model-repository,statistics:admin-key=secret", "trace:t=a,b")
+    from_flags = load_settings({"http_restricted_api": list(groups)}, environ={})
+    assert from_flags.http_restricted_api == groups
+    config_file = yaml_file(
+        tmp_path,
+        "http_restricted_api: ['model-repository,statistics:admin-key=secret', 'trace:t=a,b']\n"
+        "grpc_restricted_protocol: 'health,metadata:k=v'\n",
+    )
+    from_yaml = load_settings({}, config_file=config_file, environ={})
+    assert from_yaml.http_restricted_api == groups
+    assert from_yaml.grpc_restricted_protocol == ("health,metadata:k=v",)
+    # In the environment, groups are separated by whitespace: they hold commas.
+    from_env = load_settings({}, environ={"EDGEBOX_HTTP_RESTRICTED_API": " ".join(groups) + "\n"})
+    assert from_env.http_restricted_api == groups
+
+
+def test_bad_restricted_api_group_names_setting_and_flag() -> None:
+    assert settings_error(flags={"http_restricted_api": ["inference:k=v", "bogus:a=1"]}) == (
+        "setting 'http_restricted_api' from --http-restricted-api: unknown API 'bogus' in "
+        "'bogus:a=1'; expected one of model-repository, shared-memory, statistics, trace, "
+        "logging, model-config, health, metadata, inference"
+    )
+
+
+def test_grpc_restricted_protocol_is_validated_now(tmp_path: Path) -> None:
+    assert settings_error(
+        environ={"EDGEBOX_GRPC_RESTRICTED_PROTOCOL": "health:a=1 health,metadata:b=2"}
+    ) == (
+        "setting 'grpc_restricted_protocol' from EDGEBOX_GRPC_RESTRICTED_PROTOCOL: "
+        "API 'health' is in more than one group; each API takes one header"
+    )
+    config_file = yaml_file(tmp_path, "grpc_restricted_protocol: [7]\n")
+    assert settings_error(config_file=config_file) == (
+        f"setting 'grpc_restricted_protocol' from {config_file}: expected "
+        "'<API>[,<API>...]:<header>=<value>', got '7'"
+    )
+
+
+def test_api_key_file_is_checked_at_startup(tmp_path: Path) -> None:
+    key_file = tmp_path / "api.key"
+    key_file.write_text("k" * 32 + "\n")
+    key_file.chmod(0o600)
+    loaded = load_settings({}, environ={"EDGEBOX_API_KEY_FILE": str(key_file)})
+    assert loaded.api_key_file == key_file
+    assert Settings().api_key_file is None
+    key_file.chmod(0o644)
+    assert settings_error(flags={"api_key_file": str(key_file)}) == (
+        f"setting 'api_key_file' (--api-key-file): '{key_file}' can be read by every user "
+        f"(mode 0644); run: chmod 600 '{key_file}' (or 640 with the daemon's group)"
+    )
