@@ -78,6 +78,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-verbose", default=keep, help="0 = state changes and problems, 1 = debug"
     )
     serve.add_argument(
+        "--python-isolation",
+        default=keep,
+        help="where python models run unless their config says: in_process (default) or process",
+    )
+    serve.add_argument(
+        "--python-memory-limit-mb",
+        default=keep,
+        help="memory cap of each isolated python model process in MB (2048; 0 = none)",
+    )
+    serve.add_argument(
         "--http-restricted-api",
         action="append",
         default=keep,

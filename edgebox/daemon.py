@@ -35,7 +35,7 @@ class Daemon:
         self.manager = LifecycleManager(
             settings.model_repository,
             self.registry,
-            BackendCatalog(),
+            BackendCatalog(settings.python_isolation, settings.python_memory_limit_mb),
             infer=lambda request: self.dataplane.infer(request),
             gpu_ids=gpu_ids(),
         )

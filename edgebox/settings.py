@@ -25,6 +25,8 @@ from edgebox.streams.source_spec import parse_source
 
 DEFAULT_CONFIG_FILE = Path("/etc/edgebox/edgebox.yaml")
 CONTROL_MODES = ("none", "poll", "explicit")
+PYTHON_ISOLATION_MODES = ("in_process", "process")
+"""The values of ``python_isolation`` (and of a model's ``EDGEBOX_ISOLATION``)."""
 
 
 class SettingsError(EdgeboxError):
@@ -90,6 +92,15 @@ class Settings:
     """How long shutdown waits for in-flight requests."""
     log_verbose: int = 0
     """0 logs state changes and problems; 1 adds debug detail."""
+    python_isolation: str = "in_process"
+    """Where python models whose ``config.pbtxt`` has no ``EDGEBOX_ISOLATION``
+    parameter run: ``in_process`` (in the daemon, fastest) or ``process`` (a
+    child process per instance: a crash, a GIL-holding loop or a leak in
+    ``model.py`` stays in it). See docs/python_models.md."""
+    python_memory_limit_mb: int = 2048
+    """Memory cap (RLIMIT_DATA, MB) of each isolated python model process whose
+    config has no ``EDGEBOX_MEMORY_LIMIT_MB``; 0: no cap. A process past it
+    fails its request and is restarted."""
     streams: tuple[StreamSettings, ...] = ()
     """Camera, video or synthetic streams to run through a model; none by
     default. YAML only in practice (a list of mappings); ``EDGEBOX_STREAMS``
@@ -248,6 +259,14 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
         raise fail("exit_timeout_secs", "must be >= 0")
     if settings.load_model and settings.model_control_mode != "explicit":
         raise fail("load_model", "only applies with model_control_mode explicit")
+    if settings.python_isolation not in PYTHON_ISOLATION_MODES:
+        raise fail(
+            "python_isolation",
+            f"must be one of {', '.join(PYTHON_ISOLATION_MODES)}, "
+            f"got '{settings.python_isolation}'",
+        )
+    if settings.python_memory_limit_mb < 0:
+        raise fail("python_memory_limit_mb", f"must be >= 0, got {settings.python_memory_limit_mb}")
     if settings.api_key_file is not None:
         try:
             read_api_key(settings.api_key_file)

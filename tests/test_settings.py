@@ -246,6 +246,19 @@ def test_unknown_control_mode_lists_the_choices(tmp_path: Path) -> None:
     )
 
 
+def test_unknown_python_isolation_lists_the_choices() -> None:
+    assert settings_error(environ={"EDGEBOX_PYTHON_ISOLATION": "subprocess"}) == (
+        "setting 'python_isolation' (EDGEBOX_PYTHON_ISOLATION): must be one of in_process, "
+        "process, got 'subprocess'"
+    )
+
+
+def test_negative_python_memory_limit_is_refused() -> None:
+    assert settings_error(flags={"python_memory_limit_mb": "-1"}) == (
+        "setting 'python_memory_limit_mb' (--python-memory-limit-mb): must be >= 0, got -1"
+    )
+
+
 def test_zero_poll_interval_is_refused() -> None:
     assert settings_error(environ={"EDGEBOX_REPOSITORY_POLL_SECS": "0"}) == (
         "setting 'repository_poll_secs' (EDGEBOX_REPOSITORY_POLL_SECS): must be > 0, got 0.0"

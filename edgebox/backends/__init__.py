@@ -22,11 +22,19 @@ _MODULES = {
 
 
 class BackendCatalog:
-    """Creates each backend once, on first use. Thread-safe."""
+    """Creates each backend once, on first use. Thread-safe.
 
-    def __init__(self) -> None:
+    ``python_isolation`` and ``python_memory_limit_mb`` are the daemon's
+    defaults for python models whose config does not choose (settings of the
+    same names; see ``python/isolation.py``)."""
+
+    def __init__(
+        self, python_isolation: str = "in_process", python_memory_limit_mb: int = 2048
+    ) -> None:
         self._backends: dict[str, Backend] = {}
         self._lock = threading.Lock()
+        self._python_isolation = python_isolation
+        self._python_memory_limit_mb = python_memory_limit_mb
 
     def get(self, name: str) -> Backend:
         with self._lock:
@@ -38,6 +46,13 @@ class BackendCatalog:
                     raise Unsupported(
                         f"backend '{name}' is not supported by edgebox (supported: {supported})"
                     )
-                backend = importlib.import_module(module_name).Backend()
+                backend = importlib.import_module(module_name).Backend(*self._arguments(name))
                 self._backends[name] = backend
             return backend
+
+    def _arguments(self, name: str) -> tuple:
+        if name != "python":
+            return ()
+        from edgebox.backends.python.isolation import IsolationOptions
+
+        return (IsolationOptions(self._python_isolation, self._python_memory_limit_mb),)

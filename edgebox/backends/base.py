@@ -55,6 +55,12 @@ class ModelContext:
     infer: InferFunction | None = None
     notes: list[str] = field(default_factory=list)
     """Facts the backend wants shown with the model (e.g. "CUDA EP absent, running on CPU")."""
+    health: Callable[[bool, str], None] | None = None
+    """Set by the lifecycle manager once the version is built. A backend whose
+    instances can fail and recover while loaded (an isolated python model's
+    process) calls ``health(ready, reason)`` from its own thread: ready False
+    while no instance can serve, a reason while any cannot, ``(True, "")``
+    once all can again. The version's state and reason show it."""
 
     @property
     def where(self) -> str:

@@ -274,7 +274,20 @@ class LifecycleManager:
             error = Unavailable(f"{context.where}: {type(exc).__name__}: {exc}")
             self._registry.set_status(name, version, ModelState.UNAVAILABLE, str(error))
             raise error from None
+        context.health = lambda ready, reason: self._instance_health(served, ready, reason)
         return served
+
+    def _instance_health(self, served: ServedModel, ready: bool, reason: str) -> None:
+        """The backend's instances failed or came back on their own (an isolated
+        python model's process crashed, or was restarted): shown as the version's
+        state while it is the one serving. Called from the backend's thread; it
+        takes no control lock, so it never waits on a load or unload."""
+        if self._registry.served_versions(served.name).get(served.version) is not served:
+            return
+        state = ModelState.READY if ready else ModelState.UNAVAILABLE
+        self._registry.set_status(
+            served.name, served.version, state, reason or "; ".join(served.notes)
+        )
 
     def _build(self, context: ModelContext) -> ServedModel:
         config = context.config
@@ -288,10 +301,10 @@ class LifecycleManager:
             raise Unavailable(f"{context.where}: version folder '{context.version_dir}' not found")
         backend = self._catalog.get(backend_name)
         backend.complete_config(context)
-        signature = ModelSignature.from_config(config)
-        labels = _read_labels(context)
         instances = []
         try:
+            signature = ModelSignature.from_config(config)
+            labels = _read_labels(context)
             for spec in instance_specs(config, self._gpu_ids):
                 instances.append(backend.load_instance(context, spec))
         except BaseException:

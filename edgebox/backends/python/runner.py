@@ -270,9 +270,17 @@ def _auto_complete(context: ModelContext, auto_complete: Any) -> None:
             f"{where}: auto_complete_config() returned {type(result).__name__}, expected "
             "the pb_utils.ModelConfig it was given"
         )
+    adopt_completed_config(context, result.as_dict())
+
+
+def adopt_completed_config(context: ModelContext, completed_config: dict) -> None:
+    """Replace ``context.config`` in place with what ``auto_complete_config()``
+    produced (its dict form), once it passes the checks a config file gets.
+    Also how an isolated model's completion, made in its own process, comes in."""
+    where = context.where
     completed = ModelConfig()
     try:
-        json_format.ParseDict(result.as_dict(), completed, ignore_unknown_fields=False)
+        json_format.ParseDict(completed_config, completed, ignore_unknown_fields=False)
     except json_format.ParseError as exc:
         raise Unavailable(
             f"{where}: auto_complete_config() produced an invalid config: {exc}"

@@ -1,0 +1,294 @@
+"""The process an isolated python model runs in:
+``python -m edgebox.backends.python.isolated_child --socket-fd N``.
+
+It drives the model with the in-process runner's own code (``runner.Backend``
+and ``PythonInstance``), so ``model.py`` meets exactly the contract it meets
+in the daemon: the same module import, ``auto_complete_config``,
+``initialize`` arguments, request wrapping, per-response errors and output
+checks. It serves the daemon's messages one at a time, in this order:
+``complete_config`` (first process of a version only), ``initialize``, then
+``execute`` any number of times, then ``finalize``.
+
+Inputs are read in place from the daemon's shared-memory region, without a
+copy. If the model keeps a reference to an input array past ``execute`` (a
+tracker keeping the last frame), the region it points into is given up and a
+fresh one is sent to the daemon, so the next request cannot overwrite what
+the model kept.
+
+Exit status: 0 after ``finalize`` or once the daemon closes the channel (it
+has exited), ``EXIT_OUT_OF_MEMORY`` after the model ran out of memory (the
+daemon restarts it: a leak is released), anything else is a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import os
+import resource
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import numpy as np
+from google.protobuf import json_format
+
+from edgebox.backends.base import InstanceSpec, ModelContext
+from edgebox.backends.python import runner
+from edgebox.backends.python.channel import Channel, ChannelClosed
+from edgebox.backends.python.isolated_messages import (
+    EXIT_OUT_OF_MEMORY,
+    error_from_header,
+    error_header,
+    is_error,
+    request_from_header,
+    request_header,
+    response_from_header,
+    results_header,
+)
+from edgebox.backends.python.tensor_region import TensorRegion, layout, read, write
+from edgebox.errors import EdgeboxError
+from edgebox.repository.config import ModelConfig, config_to_dict
+from edgebox.tensors import InferRequest, InferResponse
+
+_log = logging.getLogger("edgebox.backends.python.isolated_child")
+_OWN_REFERENCES = 3
+
+
+class ChildServer:
+    """Answers the daemon's messages on ``channel`` until told to finalize or
+    the daemon goes away. Single-threaded, except for threads the model starts."""
+
+    def __init__(self, channel: Channel, memory_limit_mb: int) -> None:
+        self._channel = channel
+        self._memory_limit_mb = memory_limit_mb
+        self._backend = runner.Backend()
+        self._context: ModelContext | None = None
+        self._instance: runner.PythonInstance | None = None
+        self._inputs: TensorRegion | None = None
+        self._outputs: TensorRegion | None = None
+        self._out_of_memory: MemoryError | None = None
+
+    def serve(self) -> int:
+        while True:
+            try:
+                header, _payload, fds = self._channel.recv()
+            except ChannelClosed:
+                return 0
+            op = header.get("op")
+            try:
+                if op == "complete_config":
+                    self._complete_config(header)
+                elif op == "initialize":
+                    self._initialize(header, fds)
+                    fds = []
+                elif op == "execute":
+                    self._execute(header)
+                    if self._out_of_memory is not None:
+                        return EXIT_OUT_OF_MEMORY
+                elif op == "finalize":
+                    if self._instance is not None:
+                        self._instance.close()
+                    self._channel.send({"op": "finalized"})
+                    return 0
+                else:
+                    _log.error("unknown message '%s' from the daemon; exiting", op)
+                    return 2
+            except ChannelClosed:
+                return 0
+            except MemoryError:
+                return EXIT_OUT_OF_MEMORY
+            finally:
+                for fd in fds:
+                    os.close(fd)
+
+    # -- messages --------------------------------------------------------
+
+    def _complete_config(self, header: dict) -> None:
+        context = self._context_from(header)
+        try:
+            self._backend.complete_config(context)
+        except EdgeboxError as err:
+            self._channel.send({"op": "completed", **error_header(err)})
+            return
+        self._context = context
+        self._channel.send({"op": "completed", "config": config_to_dict(context.config)})
+
+    def _initialize(self, header: dict, fds: list[int]) -> None:
+        if len(fds) != 2:
+            raise ChannelClosed(f"initialize came with {len(fds)} descriptors, expected 2")
+        self._inputs, self._outputs = TensorRegion(fds[0]), TensorRegion(fds[1])
+        if self._context is None:
+            self._context = self._context_from(header)
+        spec = header["instance"]
+        instance = InstanceSpec(
+            spec["name"],
+            spec["kind"],
+            spec["device_id"],
+            tuple((kind, device) for kind, device in spec["secondary_devices"]),
+        )
+        try:
+            self._instance = self._backend.load_instance(self._context, instance)
+        except EdgeboxError as err:
+            self._channel.send({"op": "initialized", **error_header(err)})
+            return
+        self._watch_memory_errors()
+        self._channel.send({"op": "initialized"})
+
+    def _execute(self, header: dict) -> None:
+        size = int(header["input_bytes"])
+        region = np.frombuffer(self._inputs.readable(size), np.uint8, count=size)
+        requests = [
+            request_from_header(entry, lambda d: read(region, d, copy=False))
+            for entry in header["requests"]
+        ]
+        results = self._instance.execute(requests)
+        del requests
+        if self._out_of_memory is not None:
+            results = [self._memory_error(result) for result in results]
+        outputs, end = self._write_outputs(results)
+        entries = results_header(results, outputs)
+        del results
+        reply: dict = {"op": "result", "results": entries, "output_bytes": end}
+        fds: list[int] = []
+        if _still_referenced(region):
+            replacement = TensorRegion.create("edgebox-inputs", self._inputs.size)
+            self._inputs.close()
+            self._inputs = replacement
+            reply["inputs_replaced"] = True
+            fds = [replacement.fd]
+        self._channel.send(reply, fds=fds)
+
+    # -- helpers ---------------------------------------------------------
+
+    def _write_outputs(
+        self, results: list[InferResponse | EdgeboxError]
+    ) -> tuple[list[list[dict] | None], int]:
+        planned = []
+        end = 0
+        for result in results:
+            if isinstance(result, EdgeboxError):
+                planned.append(None)
+                continue
+            descriptors, sources, end = layout(result.outputs, end)
+            planned.append((descriptors, sources))
+        buffer = self._outputs.writable(end)
+        outputs: list[list[dict] | None] = []
+        for plan in planned:
+            if plan is None:
+                outputs.append(None)
+                continue
+            write(buffer, *plan)
+            outputs.append(plan[0])
+        return outputs, end
+
+    def _watch_memory_errors(self) -> None:
+        """Note a MemoryError from the model's ``execute`` on its way to the
+        runner, which turns it into error responses; the process then exits
+        after answering, and the daemon starts a fresh one."""
+        model = getattr(self._instance, "_model", None)
+        execute = getattr(model, "execute", None)
+        if execute is None:
+            return
+
+        def watched(requests):
+            try:
+                return execute(requests)
+            except MemoryError as exc:
+                self._out_of_memory = exc
+                raise
+
+        model.execute = watched
+
+    def _memory_error(self, result: InferResponse | EdgeboxError) -> InferResponse | EdgeboxError:
+        limit = (
+            f"its memory limit of {self._memory_limit_mb} MB"
+            if self._memory_limit_mb
+            else "the memory available to it"
+        )
+        detail = str(result) if isinstance(result, EdgeboxError) else "MemoryError"
+        return EdgeboxError(
+            f"{detail}; the python model process reached {limit} and is being restarted"
+        )
+
+    def _context_from(self, header: dict) -> ModelContext:
+        config = ModelConfig()
+        json_format.ParseDict(header["config"], config)
+        return ModelContext(
+            name=header["name"],
+            version=int(header["version"]),
+            config=config,
+            model_dir=Path(header["model_dir"]),
+            version_dir=Path(header["version_dir"]),
+            infer=self._bls if header.get("bls") else None,
+        )
+
+    def _bls(self, request: InferRequest) -> InferResponse:
+        """A BLS call from the model: sent to the daemon, which runs it as any
+        request and answers with the response or its error."""
+        descriptors, sources, end = layout(request.inputs)
+        payload = bytearray(end)
+        write(payload, descriptors, sources)
+        message = {"op": "infer", "request": request_header(request, descriptors)}
+        self._channel.send(message, payload)
+        header, payload, fds = self._channel.recv()
+        for fd in fds:
+            os.close(fd)
+        if header.get("op") != "infer_result":
+            raise EdgeboxError(f"BLS request: the daemon answered '{header.get('op')}'")
+        if is_error(header):
+            raise error_from_header(header)
+        return response_from_header(header["response"], lambda d: read(payload, d, copy=False))
+
+
+def _still_referenced(region: np.ndarray) -> bool:
+    """Whether an input array of the request (every one is a view with
+    ``region`` as its base) outlived it, held by the model. Arrays caught in
+    a reference cycle (an exception's traceback) get one collection to go."""
+    # The caller's name, this function's parameter and getrefcount's argument.
+    if sys.getrefcount(region) <= _OWN_REFERENCES:
+        return False
+    gc.collect()
+    return sys.getrefcount(region) > _OWN_REFERENCES
+
+
+def limit_memory(limit_mb: int) -> None:
+    """Cap the process's data segment (heap and private writable mappings),
+    RLIMIT_DATA, at ``limit_mb``: an allocation past it fails with
+    MemoryError. Not RLIMIT_AS: address space that is only reserved (glibc's
+    per-thread arenas, CUDA's unified address range) would count too, and a
+    cap low enough to matter would stop CUDA from initialising. Shared
+    tensor regions do not count either way."""
+    if limit_mb > 0:
+        limit = limit_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="edgebox.backends.python.isolated_child")
+    parser.add_argument("--socket-fd", type=int, required=True)
+    parser.add_argument("--memory-limit-mb", type=int, default=0)
+    parser.add_argument("--label", default="python model")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    # Ctrl-C in a terminal reaches the whole process group; the daemon
+    # finalizes its models itself as it shuts down.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    limit_memory(args.memory_limit_mb)
+    logging.basicConfig(
+        level=args.log_level,
+        format=f"%(asctime)s %(levelname).1s %(name)s [{args.label}, pid %(process)d]: "
+        "%(message)s",
+        stream=sys.stderr,
+    )
+    channel = Channel(socket.socket(fileno=args.socket_fd))
+    try:
+        return ChildServer(channel, args.memory_limit_mb).serve()
+    finally:
+        channel.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
