@@ -21,6 +21,7 @@ from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry, ServedModel
 from edgebox.lifecycle.states import ModelState
 from edgebox.repository.config import config_from_json, config_to_dict
+from edgebox.repository.contained_path import check_model_name
 from edgebox.repository.layout import scan_repository
 from edgebox.tensors import InferRequest, InferResponse, Tensor
 
@@ -169,7 +170,12 @@ class DataPlane:
         return index
 
     def load_model(self, name: str, parameters: dict | None = None) -> None:
+        """The repository extension's load. ``name`` must be one folder name in
+        the repository, and an override config is held to the same rules as a
+        ``config.pbtxt`` (every path it names stays in the model folder), so a
+        client can neither read files outside the repository nor run them."""
         self._require_explicit_mode()
+        check_model_name(name)
         parameters = parameters or {}
         files = [key for key in parameters if key.startswith("file:")]
         if files:
@@ -187,6 +193,7 @@ class DataPlane:
 
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
         self._require_explicit_mode()
+        check_model_name(name)
         self._manager.unload_model(name, unload_dependents)
 
     def _require_explicit_mode(self) -> None:

@@ -9,9 +9,12 @@ Session options come from the config ``parameters`` Triton documents
 (``intra_op_thread_count``, ``inter_op_thread_count``, ``execution_mode``,
 ``enable_mem_arena``, ``enable_mem_pattern``) and ``optimization.graph.level``;
 parameters named ``session.*`` are passed to ONNX Runtime as session config
-entries under their own names. ONNX Runtime's idle worker threads spin by
-default, which on a small board costs a whole core between requests; edgebox
-turns spinning off unless ``session.intra_op.allow_spinning`` says otherwise.
+entries under their own names when ``repository/backend_parameters.py`` allows
+them (none that reads or writes files), and so are the TensorRT execution
+provider's options (cache folders inside the model folder only). ONNX Runtime's
+idle worker threads spin by default, which on a small board costs a whole core
+between requests; edgebox turns spinning off unless
+``session.intra_op.allow_spinning`` says otherwise.
 Spec: https://github.com/triton-inference-server/onnxruntime_backend
 """
 
@@ -25,6 +28,13 @@ from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends import base
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
+from edgebox.repository.backend_parameters import (
+    ORT_SESSION_PREFIX,
+    TENSORRT_EP_CACHE_PATHS,
+    session_entry_problem,
+    tensorrt_accelerator_problems,
+)
+from edgebox.repository.contained_path import model_file_inside, resolve_inside
 from edgebox.tensors import (
     InferRequest,
     InferResponse,
@@ -80,7 +90,7 @@ class Backend(base.Backend):
 
     def complete_config(self, context: base.ModelContext) -> None:
         ort = _import_onnxruntime()
-        model_path = context.model_file()
+        model_path = _model_file(context)
         session = self._create_session(ort, context, model_path, "CPU", 0)
         self._probe_sessions[(context.name, context.version)] = session
         _complete_and_check(context, session, model_path)
@@ -97,7 +107,7 @@ class Backend(base.Backend):
             session = probe
         else:
             session = self._create_session(
-                ort, context, context.model_file(), instance.kind, instance.device_id
+                ort, context, _model_file(context), instance.kind, instance.device_id
             )
         return OnnxInstance(context, session)
 
@@ -259,7 +269,12 @@ def _session_options(ort, context: base.ModelContext):
     if level in _GRAPH_LEVELS:
         options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _GRAPH_LEVELS[level])
     entries = dict(_SESSION_ENTRY_DEFAULTS)
-    entries.update({key: value for key, value in params.items() if key.startswith("session.")})
+    for key, value in params.items():
+        if key.startswith(ORT_SESSION_PREFIX):
+            problem = session_entry_problem(key)
+            if problem is not None:
+                raise InvalidArgument(f"{context.where}: {problem}")
+            entries[key] = value
     for key, value in entries.items():
         try:
             options.add_session_config_entry(key, value)
@@ -270,6 +285,12 @@ def _session_options(ort, context: base.ModelContext):
             ) from None
     options.log_severity_level = 3
     return options
+
+
+def _model_file(context: base.ModelContext):
+    return model_file_inside(
+        context.model_dir, context.version_dir, context.config.default_model_filename, context.where
+    )
 
 
 def _providers_for(ort, context: base.ModelContext, instance: base.InstanceSpec) -> list:
@@ -286,13 +307,29 @@ def _providers_for(ort, context: base.ModelContext, instance: base.InstanceSpec)
     accelerators = context.config.optimization.execution_accelerators.gpu_execution_accelerator
     for accelerator in accelerators:
         if accelerator.name == "tensorrt" and "TensorrtExecutionProvider" in available:
+            given = dict(accelerator.parameters)
+            problems = tensorrt_accelerator_problems(given)
+            if problems:
+                raise InvalidArgument(
+                    f"{context.where}: execution accelerator 'tensorrt': {problems[0]}"
+                )
             options = {"device_id": instance.device_id}
-            for key, value in accelerator.parameters.items():
+            for key, value in given.items():
                 if key == "precision_mode":
                     options["trt_fp16_enable"] = value.upper() == "FP16"
                     options["trt_int8_enable"] = value.upper() == "INT8"
                 elif key == "max_workspace_size_bytes":
                     options["trt_max_workspace_size"] = int(value)
+                elif key in TENSORRT_EP_CACHE_PATHS:
+                    # ONNX Runtime creates the folder and writes engines into it.
+                    options[key] = str(
+                        resolve_inside(
+                            context.model_dir,
+                            value,
+                            f"accelerator parameter '{key}'",
+                            context.where,
+                        )
+                    )
                 else:
                     options[key] = value
             providers.append(("TensorrtExecutionProvider", options))

@@ -17,12 +17,17 @@ from pathlib import Path
 
 from edgebox.backends import BackendCatalog
 from edgebox.backends.base import InferFunction, ModelContext
-from edgebox.errors import ConfigError, EdgeboxError, NotFound, Unavailable
+from edgebox.errors import ConfigError, EdgeboxError, InvalidArgument, NotFound, Unavailable
 from edgebox.lifecycle.dependencies import composing_models, dependents_of, load_order
 from edgebox.lifecycle.registry import ModelRegistry, ServedModel
 from edgebox.lifecycle.states import ModelState
 from edgebox.lifecycle.warmup import run_warmup
 from edgebox.repository.config import ModelConfig, backend_of, read_model_config
+from edgebox.repository.contained_path import (
+    check_model_name,
+    read_regular_file,
+    resolve_inside,
+)
 from edgebox.repository.layout import ModelFolder, scan_model, scan_repository
 from edgebox.repository.version_policy import missing_specific_versions, select_versions
 from edgebox.scheduling.direct import DirectScheduler
@@ -35,6 +40,8 @@ log = logging.getLogger(__name__)
 
 _REPLACED = "replaced by a reload"
 _FOLDER_REMOVED = "version folder removed"
+MAX_LABEL_FILE_BYTES = 16 * 1024 * 1024
+"""Largest ``label_filename`` read (ImageNet-21k's labels take under 1 MB)."""
 
 
 class LifecycleManager:
@@ -73,7 +80,7 @@ class LifecycleManager:
             for name in wanted:
                 try:
                     configs[name] = self._read_config(name)
-                except NotFound as exc:
+                except (NotFound, InvalidArgument) as exc:
                     log.error("cannot load: %s", exc)
                     configs[name] = None
                 except EdgeboxError:
@@ -155,6 +162,7 @@ class LifecycleManager:
     # -- internals --------------------------------------------------------
 
     def _read_config(self, name: str) -> ModelConfig:
+        check_model_name(name)
         model_dir = self.repository / name
         if not model_dir.is_dir():
             raise NotFound(f"no model folder '{name}' in repository '{self.repository}'")
@@ -408,18 +416,30 @@ class LifecycleManager:
 
 
 def _read_labels(context: ModelContext) -> dict[str, list[str]]:
+    """Each output's ``label_filename``, which must be a regular file inside the
+    model folder (after symlinks) of at most ``MAX_LABEL_FILE_BYTES``: its lines
+    go back to any client through the classification extension."""
     labels: dict[str, list[str]] = {}
     for output in context.config.output:
         if output.label_filename:
-            path = context.model_dir / output.label_filename
+            where = f"{context.where}, output '{output.name}'"
+            path = resolve_inside(context.model_dir, output.label_filename, "label_filename", where)
             try:
-                labels[output.name] = path.read_text(encoding="utf-8").splitlines()
+                raw = read_regular_file(path, MAX_LABEL_FILE_BYTES)
+                labels[output.name] = raw.decode("utf-8").splitlines()
             except OSError as exc:
                 raise Unavailable(
-                    f"{context.where}, output '{output.name}': cannot read label_filename "
-                    f"'{path}': {exc.strerror}"
+                    f"{where}: cannot read label_filename '{path}': {exc.strerror}"
                 ) from None
+            except UnicodeDecodeError:
+                raise Unavailable(f"{where}: label_filename '{path}' is not UTF-8 text") from None
+            except ValueError as exc:
+                raise Unavailable(f"{where}: label_filename '{path}' {exc}") from None
     return labels
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def _reason(exc: EdgeboxError, context: ModelContext) -> str:

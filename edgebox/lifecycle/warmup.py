@@ -17,6 +17,8 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2
 
 from edgebox.errors import EdgeboxError, Unavailable
+from edgebox.repository import contained_path
+from edgebox.repository.contained_path import FileTooLarge, read_regular_file, resolve_inside
 from edgebox.scheduling.scheduler import Scheduler
 from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
@@ -30,6 +32,8 @@ from edgebox.tensors import (
 
 WARMUP_FOLDER = "warmup"
 """Where ``input_data_file`` files live, inside the model folder."""
+MAX_BYTES_FILE = 64 * 1024 * 1024
+"""Largest BYTES warm-up file read (a numeric one must be exactly its shape's size)."""
 
 
 def run_warmup(
@@ -71,7 +75,7 @@ def _request(
         kind = entry.WhichOneof("input_data_type")
         if kind == "input_data_file":
             data = _from_file(
-                model_dir / WARMUP_FOLDER / entry.input_data_file, datatype, shape, label, name
+                model_dir / WARMUP_FOLDER, entry.input_data_file, datatype, shape, label, name
             )
         elif kind == "random_data":
             data = _random(rng, datatype, shape)
@@ -106,23 +110,38 @@ def _random(rng: np.random.Generator, datatype: str, shape: list[int]) -> np.nda
     return rng.integers(0, 100, size=shape).astype(dtype)
 
 
-def _from_file(path: Path, datatype: str, shape: list[int], label: str, name: str) -> np.ndarray:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise Unavailable(
-            f"{label}, input '{name}': cannot read '{path}': {exc.strerror}"
-        ) from None
+def _from_file(
+    folder: Path, filename: str, datatype: str, shape: list[int], label: str, name: str
+) -> np.ndarray:
+    """A tensor read from ``<model>/warmup/<filename>``, which must stay inside
+    that folder after symlinks and be a regular file of exactly the size the
+    shape needs (for BYTES, at most ``MAX_BYTES_FILE``). The size is checked
+    before anything is read, so neither ``/dev/zero`` nor a huge file is read."""
+    where = f"{label}, input '{name}'"
+    path = resolve_inside(
+        folder, filename, "input_data_file", where, folder_label=contained_path.WARMUP_FOLDER
+    )
     count = int(np.prod(shape, dtype=np.int64))
+    needed = MAX_BYTES_FILE if datatype == "BYTES" else count * numpy_dtype(datatype).itemsize
+    try:
+        raw = read_regular_file(path, needed)
+    except OSError as exc:
+        raise Unavailable(f"{where}: cannot read '{path}': {exc.strerror}") from None
+    except FileTooLarge as exc:
+        if datatype == "BYTES":
+            raise Unavailable(f"{where}: '{path}' {exc}") from None
+        raw_size = exc.size
+    except ValueError as exc:
+        raise Unavailable(f"{where}: '{path}' {exc}") from None
+    else:
+        raw_size = len(raw)
     if datatype == "BYTES":
         try:
             return deserialize_bytes(raw, count).reshape(shape)
         except ValueError as exc:
-            raise Unavailable(f"{label}, input '{name}': '{path}': {exc}") from None
-    dtype = numpy_dtype(datatype)
-    if len(raw) != count * dtype.itemsize:
+            raise Unavailable(f"{where}: '{path}': {exc}") from None
+    if raw_size != needed:
         raise Unavailable(
-            f"{label}, input '{name}': '{path}' holds {len(raw)} bytes, shape {shape} of "
-            f"{datatype} needs {count * dtype.itemsize}"
+            f"{where}: '{path}' holds {raw_size} bytes, shape {shape} of {datatype} needs {needed}"
         )
-    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    return np.frombuffer(raw, dtype=numpy_dtype(datatype)).reshape(shape).copy()

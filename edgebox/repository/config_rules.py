@@ -10,6 +10,14 @@ from collections.abc import Iterator
 
 from tritonclient.grpc import model_config_pb2
 
+from edgebox.repository.backend_parameters import (
+    ORT_SESSION_PREFIX,
+    TENSORRT_PLUGINS_PARAMETER,
+    session_entry_problem,
+    tensorrt_accelerator_problems,
+)
+from edgebox.repository.contained_path import WARMUP_FOLDER, model_name_problem, path_problem
+
 _FORMATS_WITH_3_DIMS = (
     model_config_pb2.ModelInput.FORMAT_NHWC,
     model_config_pb2.ModelInput.FORMAT_NCHW,
@@ -56,7 +64,68 @@ def check_model_config(config) -> list[Problem]:
         problems += _check_ensemble(config)
     elif config.HasField("ensemble_scheduling"):
         problems.append(("ensemble_scheduling", 'ensemble_scheduling needs platform: "ensemble"'))
+    problems += _check_named_paths(config)
+    problems += _check_passthrough(config)
     return problems
+
+
+def _check_named_paths(config) -> Iterator[Problem]:
+    """Every file the config names stays inside the model folder (see
+    ``contained_path.py``); warm-up data inside ``<model>/warmup``."""
+    for index, output in enumerate(config.output):
+        if output.label_filename:
+            problem = path_problem("label_filename", output.label_filename)
+            if problem is not None:
+                yield f"output[{index}].label_filename", f"output '{output.name}': {problem}"
+    # Model files are named from a version folder; "1" stands for any of them.
+    if config.default_model_filename:
+        problem = path_problem("default_model_filename", config.default_model_filename, start="1")
+        if problem is not None:
+            yield "default_model_filename", problem
+    for capability, filename in sorted(config.cc_model_filenames.items()):
+        problem = path_problem(f"cc_model_filenames '{capability}'", filename, start="1")
+        if problem is not None:
+            yield "cc_model_filenames", problem
+    for index, warmup in enumerate(config.model_warmup):
+        for input_name, entry in sorted(warmup.inputs.items()):
+            if entry.WhichOneof("input_data_type") != "input_data_file":
+                continue
+            problem = path_problem("input_data_file", entry.input_data_file, WARMUP_FOLDER)
+            if problem is not None:
+                yield (
+                    f"model_warmup[{index}]",
+                    f"model_warmup '{warmup.name}', input '{input_name}': {problem}",
+                )
+    if config.platform == "tensorrt_plan" or config.backend == "tensorrt":
+        for name in config.model_operations.op_library_filename:
+            problem = path_problem("op_library_filename", name)
+            if problem is not None:
+                yield "model_operations.op_library_filename", problem
+        if TENSORRT_PLUGINS_PARAMETER in config.parameters:
+            listed = config.parameters[TENSORRT_PLUGINS_PARAMETER].string_value
+            for name in (part.strip() for part in listed.split(",")):
+                problem = path_problem(f"parameters '{TENSORRT_PLUGINS_PARAMETER}' entry", name)
+                if name and problem is not None:
+                    yield "parameters", problem
+
+
+def _check_passthrough(config) -> Iterator[Problem]:
+    """Settings handed to ONNX Runtime under their own names pass an allow-list
+    (see ``backend_parameters.py``)."""
+    if config.platform != "onnxruntime_onnx" and config.backend != "onnxruntime":
+        return
+    for key in sorted(config.parameters):
+        if key.startswith(ORT_SESSION_PREFIX):
+            problem = session_entry_problem(key)
+            if problem is not None:
+                yield "parameters", problem
+    accelerators = config.optimization.execution_accelerators.gpu_execution_accelerator
+    for index, accelerator in enumerate(accelerators):
+        if accelerator.name != "tensorrt":
+            continue
+        where = f"optimization.execution_accelerators.gpu_execution_accelerator[{index}]"
+        for problem in tensorrt_accelerator_problems(dict(accelerator.parameters)):
+            yield where, f"execution accelerator 'tensorrt': {problem}"
 
 
 def _check_tensors(tensors, kind: str, max_batch_size: int) -> Iterator[Problem]:
@@ -139,6 +208,8 @@ def _check_ensemble(config) -> list[Problem]:
         where = f"ensemble_scheduling.step[{index}]"
         if not step.model_name:
             problems.append((where, f"ensemble step #{index} has no model_name"))
+        elif (name_problem := model_name_problem(step.model_name)) is not None:
+            problems.append((f"{where}.model_name", f"ensemble step #{index}: {name_problem}"))
         if not step.input_map:
             problems.append(
                 (where, f"ensemble step #{index} ('{step.model_name}') has an empty input_map")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgebox.repository.config import CONFIG_FILENAME
+from edgebox.repository.contained_path import model_name_problem
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,10 @@ def scan_repository(root: Path, fingerprints: bool = True) -> RepositorySnapshot
             continue
         if not entry.is_dir():
             log.debug("repository: ignoring stray file '%s'", entry.path)
+            continue
+        problem = model_name_problem(entry.name)
+        if problem is not None:
+            log.warning("repository: ignoring '%s': %s", entry.path, problem)
             continue
         models[entry.name] = scan_model(Path(entry.path), fingerprints)
     return RepositorySnapshot(root, models)

@@ -17,6 +17,7 @@ import pytest
 
 from edgebox.errors import ConfigError, ErrorCode
 from edgebox.repository.config import (
+    config_from_json,
     config_to_dict,
     parse_model_config_file,
     read_model_config,
@@ -612,3 +613,214 @@ def test_no_platform_and_no_model_file(tmp_path: Path) -> None:
         f"{path}: neither 'platform' nor 'backend' is set, and no model.onnx, model.plan "
         "or model.py was found in a version folder to infer it"
     ]
+
+
+# ------------------------------------------------------------------ paths and passthrough settings
+# Every file a config names stays inside the model folder, and settings handed
+# to ONNX Runtime under their own names pass an allow-list: the same rules for
+# config.pbtxt and for a load request's config (config_from_json).
+
+
+def test_label_filename_outside_the_model_folder_is_located(tmp_path: Path) -> None:
+    path, problems = problems_of(
+        tmp_path,
+        """
+        backend: "python"
+        output [
+          { name: "Y" data_type: TYPE_FP32 dims: [ 2 ] label_filename: "/etc/passwd" },
+          { name: "Z" data_type: TYPE_FP32 dims: [ 2 ] label_filename: "../../../etc/passwd" }
+        ]
+        """,
+    )
+    assert problems == [
+        f"{path}:3:48: output 'Y': label_filename '/etc/passwd' is outside the model folder",
+        f"{path}:4:48: output 'Z': label_filename '../../../etc/passwd' is outside the model folder",
+    ]
+
+
+def test_default_model_filename_outside_the_model_folder(tmp_path: Path) -> None:
+    path, problems = problems_of(
+        tmp_path,
+        """
+        backend: "python"
+        default_model_filename: "/tmp/evil/model.py"
+        """,
+    )
+    assert problems == [
+        f"{path}:2:1: default_model_filename '/tmp/evil/model.py' is outside the model folder"
+    ]
+
+
+def test_default_model_filename_may_name_a_file_beside_the_versions(tmp_path: Path) -> None:
+    _, problems = problems_of(
+        tmp_path, 'backend: "python"\ndefault_model_filename: "../shared/model.py"\n'
+    )
+    assert problems == []
+
+
+def test_warmup_file_outside_the_warmup_folder(tmp_path: Path) -> None:
+    path, problems = problems_of(
+        tmp_path,
+        """
+        backend: "python"
+        max_batch_size: 1
+        input [ { name: "X" data_type: TYPE_FP32 dims: [ 2 ] } ]
+        model_warmup [
+          { name: "shadow" batch_size: 1
+            inputs { key: "X" value: { data_type: TYPE_FP32 dims: [ 2 ] input_data_file: "/etc/shadow" } } },
+          { name: "zero" batch_size: 1
+            inputs { key: "X" value: { data_type: TYPE_FP32 dims: [ 2 ] input_data_file: "/dev/zero" } } },
+          { name: "config" batch_size: 1
+            inputs { key: "X" value: { data_type: TYPE_FP32 dims: [ 2 ] input_data_file: "../config.pbtxt" } } }
+        ]
+        """,
+    )
+    assert problems == [
+        f"{path}:5:3: model_warmup 'shadow', input 'X': input_data_file '/etc/shadow' is outside "
+        "the model's warmup folder",
+        f"{path}:7:3: model_warmup 'zero', input 'X': input_data_file '/dev/zero' is outside "
+        "the model's warmup folder",
+        f"{path}:9:3: model_warmup 'config', input 'X': input_data_file '../config.pbtxt' is "
+        "outside the model's warmup folder",
+    ]
+
+
+def test_ensemble_step_model_name_must_be_a_folder_name(tmp_path: Path) -> None:
+    path, problems = problems_of(
+        tmp_path,
+        ensemble(
+            """
+            ensemble_scheduling {
+              step [
+                {
+                  model_name: ".."
+                  input_map { key: "image" value: "IMAGE" }
+                  output_map { key: "scores" value: "SCORES" }
+                  output_map { key: "labels" value: "LABELS" }
+                }
+              ]
+            }
+            """
+        ),
+        folder="pipeline",
+    )
+    assert problems == [
+        f"{path}:12:7: ensemble step #0: model name '..': expected a single folder name "
+        "(not '.' or '..', without '/' or NUL)"
+    ]
+
+
+def test_tensorrt_plugin_libraries_stay_in_the_model_folder(tmp_path: Path) -> None:
+    path, problems = problems_of(
+        tmp_path,
+        """
+        platform: "tensorrt_plan"
+        model_operations { op_library_filename: "/opt/plugins/libyolo.so" }
+        parameters { key: "plugins" value { string_value: "lib/ok.so, ../../libevil.so" } }
+        """,
+    )
+    assert problems == [
+        f"{path}:2:20: op_library_filename '/opt/plugins/libyolo.so' is outside the model folder",
+        f"{path}:3:1: parameters 'plugins' entry '../../libevil.so' is outside the model folder",
+    ]
+
+
+def test_onnxruntime_session_entry_that_writes_a_file_is_refused(tmp_path: Path) -> None:
+    path, problems = problems_of(
+        tmp_path,
+        """
+        platform: "onnxruntime_onnx"
+        parameters { key: "session.collect_node_memory_stats_to_file" value { string_value: "/etc/hosts" } }
+        """,
+    )
+    assert problems == [
+        f"{path}:2:1: parameter 'session.collect_node_memory_stats_to_file' makes ONNX Runtime "
+        "read or write files, which a model config may not ask for"
+    ]
+
+
+def test_unknown_onnxruntime_session_entry_is_refused_with_the_allowed_ones(tmp_path: Path) -> None:
+    _, problems = problems_of(
+        tmp_path,
+        """
+        platform: "onnxruntime_onnx"
+        parameters { key: "session.intra_op.allow_spinning" value { string_value: "1" } }
+        parameters { key: "session.brand_new_option" value { string_value: "1" } }
+        """,
+    )
+    assert len(problems) == 1
+    assert (
+        ": parameter 'session.brand_new_option' is not an ONNX Runtime session entry edgebox "
+        in problems[0]
+    )
+    assert "(allowed: session.allow_released_opsets_only, " in problems[0]
+
+
+def test_session_parameters_of_other_backends_are_theirs(tmp_path: Path) -> None:
+    _, problems = problems_of(
+        tmp_path,
+        """
+        backend: "python"
+        parameters { key: "session.anything" value { string_value: "/tmp/x" } }
+        """,
+    )
+    assert problems == []
+
+
+def test_tensorrt_accelerator_options_are_an_allow_list(tmp_path: Path) -> None:
+    path, problems = problems_of(
+        tmp_path,
+        """
+        platform: "onnxruntime_onnx"
+        optimization { execution_accelerators { gpu_execution_accelerator : [ {
+          name : "tensorrt"
+          parameters { key: "precision_mode" value: "FP16" }
+          parameters { key: "trt_engine_cache_enable" value: "1" }
+          parameters { key: "trt_engine_cache_path" value: "/var/cache/trt" }
+          parameters { key: "trt_dump_subgraphs" value: "1" }
+        } ] } }
+        """,
+    )
+    where = f"{path}:2:71: execution accelerator 'tensorrt': "
+    assert len(problems) == 2
+    assert problems[0].startswith(
+        f"{where}accelerator parameter 'trt_dump_subgraphs' is not a TensorRT execution provider "
+        "option edgebox passes on (allowed: max_workspace_size_bytes, precision_mode, "
+    )
+    assert problems[1] == (
+        f"{where}accelerator parameter 'trt_engine_cache_path' '/var/cache/trt' is outside "
+        "the model folder"
+    )
+
+
+def test_tensorrt_engine_cache_needs_a_folder_in_the_model(tmp_path: Path) -> None:
+    _, problems = problems_of(
+        tmp_path,
+        """
+        platform: "onnxruntime_onnx"
+        optimization { execution_accelerators { gpu_execution_accelerator : [ {
+          name : "tensorrt"
+          parameters { key: "trt_engine_cache_enable" value: "true" }
+        } ] } }
+        """,
+    )
+    assert [p.split(": ", 2)[2] for p in problems] == [
+        "accelerator parameter 'trt_engine_cache_enable' needs 'trt_engine_cache_path', a folder "
+        "inside the model folder (the default would be the daemon's working directory)"
+    ]
+
+
+def test_load_request_config_is_held_to_the_same_rules(tmp_path: Path) -> None:
+    config = {
+        "backend": "python",
+        "output": [
+            {"name": "Y", "data_type": "TYPE_FP32", "dims": [2], "label_filename": "/etc/passwd"}
+        ],
+    }
+    with pytest.raises(ConfigError) as info:
+        config_from_json(json.dumps(config), "m", tmp_path / "m")
+    assert str(info.value) == (
+        "load request config for 'm': output 'Y': label_filename '/etc/passwd' is outside the "
+        "model folder"
+    )
+    assert info.value.code is ErrorCode.INVALID_ARG

@@ -5,12 +5,15 @@ is registered first. edgebox loads the libraries a config names, then calls
 ``trt.init_libnvinfer_plugins`` (which also registers TensorRT's own plugins),
 then deserializes. A config names libraries in two ways:
 
-- Triton's ``model_operations { op_library_filename: "/opt/plugins/libyolo.so" }``
+- Triton's ``model_operations { op_library_filename: "plugins/libyolo.so" }``
   (repeatable);
 - ``parameters { key: "plugins" value { string_value: "a.so,b.so" } }``, a
   comma-separated list.
 
-Relative paths are taken from the model's folder. Libraries are opened with
+Paths are relative to the model's folder and must stay inside it after
+symlinks (``repository/contained_path.py``): a config, or a client's load
+override, must not make the daemon run code from anywhere on disk. A library
+kept elsewhere is loaded through ``LD_PRELOAD`` instead. Libraries are opened with
 ``RTLD_GLOBAL`` so their symbols are visible to TensorRT, and stay loaded for
 the life of the process (a shared library cannot be safely unloaded). Loading a
 library through ``LD_PRELOAD`` keeps working: its creators register when the
@@ -27,11 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgebox.errors import Unavailable
+from edgebox.repository.backend_parameters import TENSORRT_PLUGINS_PARAMETER
+from edgebox.repository.contained_path import resolve_inside
 
 log = logging.getLogger(__name__)
 
-PLUGINS_PARAMETER = "plugins"
-"""The config ``parameters`` key that lists plugin libraries."""
+PLUGINS_PARAMETER = TENSORRT_PLUGINS_PARAMETER
 
 _loaded: dict[str, object] = {}
 """Every library opened, by path: handles are kept, never closed."""
@@ -46,7 +50,8 @@ class PluginLibrary:
 
 
 def plugin_libraries(config, model_dir: Path) -> list[PluginLibrary]:
-    """The libraries ``config`` asks for, in the order given."""
+    """The libraries ``config`` asks for, in the order given; InvalidArgument
+    for one that is not inside ``model_dir``."""
     config_path = model_dir / "config.pbtxt"
     try:
         text = config_path.read_text(encoding="utf-8")
@@ -65,12 +70,11 @@ def plugin_libraries(config, model_dir: Path) -> list[PluginLibrary]:
         ]
     libraries = []
     for name, field in named:
-        path = Path(name)
-        if not path.is_absolute():
-            path = model_dir / path
         line = _line_of(text, name)
         where = f"{config_path}:{line}" if line else str(config_path)
-        libraries.append(PluginLibrary(path, f"{where}: {field}"))
+        origin = f"{where}: {field}"
+        path = resolve_inside(model_dir, name, "plugin library", origin)
+        libraries.append(PluginLibrary(path, origin))
     return libraries
 
 

@@ -16,7 +16,7 @@ from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends.base import InstanceSpec
 from edgebox.backends.tensorrt.backend import Backend
-from edgebox.errors import EdgeboxError, ErrorCode, Unavailable
+from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, Unavailable
 from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor
 from fakes.fake_tensorrt_runtime import FakeEngineSpec, FakeTensor
 
@@ -454,15 +454,14 @@ def test_engine_with_io_edgebox_cannot_feed_is_unavailable(jetson) -> None:
 
 
 def test_plugin_library_loads_before_the_engine_that_needs_it(jetson) -> None:
-    library = jetson.root / "libyolo.so"
-    library.parent.mkdir(parents=True, exist_ok=True)
-    library.write_bytes(b"\x7fELF")
-    jetson.trt.plugin_libraries[str(library)] = ["YoloLayer_TRT"]
     jetson.write_model(
         "m",
-        f'platform: "tensorrt_plan"\nmodel_operations {{ op_library_filename: "{library}" }}\n',
+        'platform: "tensorrt_plan"\nmodel_operations { op_library_filename: "libyolo.so" }\n',
         spec=FakeEngineSpec(plugins=["YoloLayer_TRT"]),
     )
+    library = jetson.root / "m" / "libyolo.so"
+    library.write_bytes(b"\x7fELF")
+    jetson.trt.plugin_libraries[str(library)] = ["YoloLayer_TRT"]
     jetson.load("m")
     order = [
         e[1]
@@ -482,6 +481,39 @@ def test_missing_plugin_library_names_the_path_and_config_line(jetson) -> None:
         f"model 'm' version 1: plugin library '{model_dir / 'libgone.so'}' not found "
         f"({model_dir / 'config.pbtxt'}:2: parameters 'plugins')"
     )
+
+
+def test_plugin_library_outside_the_model_folder_is_never_opened(jetson) -> None:
+    outside = jetson.root / "libevil.so"
+    outside.parent.mkdir(parents=True, exist_ok=True)
+    outside.write_bytes(b"\x7fELF")
+    jetson.trt.plugin_libraries[str(outside)] = ["Evil_TRT"]
+    jetson.write_model(
+        "m",
+        'platform: "tensorrt_plan"\nmodel_operations { op_library_filename: "libevil.so" }\n',
+    )
+    (jetson.root / "m" / "libevil.so").symlink_to(outside)
+    model_dir = jetson.root / "m"
+    assert failure_of(jetson, "m") == (
+        f"model 'm' version 1: {model_dir / 'config.pbtxt'}:2: "
+        "model_operations.op_library_filename: plugin library 'libevil.so' is outside the model "
+        "folder (a symlink leads out)"
+    )
+    assert not [e for e in jetson.cuda.events if e[1] == "open_library"]
+
+
+def test_engine_file_outside_the_model_folder_is_never_read(jetson) -> None:
+    model_dir = jetson.write_model("m")
+    outside = jetson.root / "elsewhere.plan"
+    (model_dir / "1" / "model.plan").rename(outside)
+    (model_dir / "1" / "model.plan").symlink_to(outside)
+    with pytest.raises(InvalidArgument) as error:
+        jetson.load("m")
+    assert str(error.value) == (
+        "model 'm' version 1: default_model_filename 'model.plan' is outside the model folder "
+        "(a symlink leads out)"
+    )
+    assert not [e for e in jetson.cuda.events if e[1] == "deserialize"]
 
 
 def test_engine_needing_an_unloaded_plugin_says_which(jetson) -> None:

@@ -1,6 +1,7 @@
 """Plugin libraries named by the config (``model_operations`` or the
-``plugins`` parameter): found relative to the model, opened before TensorRT's
-plugin registry is initialized, and a missing one named with its config line."""
+``plugins`` parameter): found relative to the model and never outside it,
+opened before TensorRT's plugin registry is initialized, and a missing one
+named with its config line."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from edgebox.backends.tensorrt.plugins import PluginLibrary, load_plugins, plugin_libraries
-from edgebox.errors import Unavailable
+from edgebox.errors import InvalidArgument, Unavailable
 from edgebox.repository.config import read_model_config
 from fakes.fake_tensorrt_runtime import FakePycudaDriver, FakeTensorRTRuntime
 
@@ -18,10 +19,10 @@ CONFIG = """\
 platform: "tensorrt_plan"
 max_batch_size: 1
 model_operations {
-  op_library_filename: "/opt/plugins/libyolo.so"
+  op_library_filename: "plugins/libyolo.so"
   op_library_filename: "libs/libnms.so"
 }
-parameters { key: "plugins" value { string_value: "/opt/a.so, libs/b.so" } }
+parameters { key: "plugins" value { string_value: "plugins/a.so, libs/b.so" } }
 """
 
 
@@ -38,15 +39,44 @@ def test_libraries_come_from_both_config_fields_in_order(tmp_path: Path) -> None
     libraries = plugin_libraries(read_model_config(model_dir), model_dir)
     assert libraries == [
         PluginLibrary(
-            Path("/opt/plugins/libyolo.so"),
+            model_dir / "plugins/libyolo.so",
             f"{config_path}:4: model_operations.op_library_filename",
         ),
         PluginLibrary(
             model_dir / "libs/libnms.so", f"{config_path}:5: model_operations.op_library_filename"
         ),
-        PluginLibrary(Path("/opt/a.so"), f"{config_path}:7: parameters 'plugins'"),
+        PluginLibrary(model_dir / "plugins/a.so", f"{config_path}:7: parameters 'plugins'"),
         PluginLibrary(model_dir / "libs/b.so", f"{config_path}:7: parameters 'plugins'"),
     ]
+
+
+def test_an_absolute_library_is_refused_even_past_the_config_check(tmp_path: Path) -> None:
+    model_dir = write_config(tmp_path, 'platform: "tensorrt_plan"\n')
+    config = read_model_config(model_dir)
+    config.model_operations.op_library_filename.append("/opt/plugins/libyolo.so")
+    with pytest.raises(InvalidArgument) as error:
+        plugin_libraries(config, model_dir)
+    assert str(error.value) == (
+        f"{model_dir / 'config.pbtxt'}: model_operations.op_library_filename: plugin library "
+        "'/opt/plugins/libyolo.so' is outside the model folder"
+    )
+
+
+def test_a_library_symlinked_out_of_the_model_folder_is_refused(tmp_path: Path) -> None:
+    model_dir = write_config(
+        tmp_path,
+        'platform: "tensorrt_plan"\n'
+        'parameters { key: "plugins" value { string_value: "libevil.so" } }\n',
+    )
+    outside = tmp_path / "libevil.so"
+    outside.write_bytes(b"\x7fELF")
+    (model_dir / "libevil.so").symlink_to(outside)
+    with pytest.raises(InvalidArgument) as error:
+        plugin_libraries(read_model_config(model_dir), model_dir)
+    assert str(error.value) == (
+        f"{model_dir / 'config.pbtxt'}:2: parameters 'plugins': plugin library 'libevil.so' is "
+        "outside the model folder (a symlink leads out)"
+    )
 
 
 def test_no_plugins_named_means_none(tmp_path: Path) -> None:
