@@ -438,10 +438,6 @@ def _read_labels(context: ModelContext) -> dict[str, list[str]]:
     return labels
 
 
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-
 def _reason(exc: EdgeboxError, context: ModelContext) -> str:
     text = str(exc)
     return text if context.where in text or "config.pbtxt" in text else f"{context.where}: {text}"
