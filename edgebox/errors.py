@@ -17,6 +17,7 @@ class ErrorCode(enum.Enum):
     UNSUPPORTED = "UNSUPPORTED"
     ALREADY_EXISTS = "ALREADY_EXISTS"
     INTERNAL = "INTERNAL"
+    CANCELLED = "CANCELLED"
 
 
 class EdgeboxError(Exception):
@@ -48,6 +49,12 @@ class Unavailable(EdgeboxError):
 
 class Unsupported(EdgeboxError):
     code = ErrorCode.UNSUPPORTED
+
+
+class Cancelled(EdgeboxError):
+    """The request was dropped unrun because nobody waits for its answer."""
+
+    code = ErrorCode.CANCELLED
 
 
 class ConfigError(EdgeboxError):

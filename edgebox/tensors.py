@@ -13,6 +13,7 @@ numpy has no bfloat16, so BF16 tensors carry their raw bits as ``uint16``.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,6 +140,10 @@ class InferRequest:
 
     ``outputs`` empty means every output of the model. ``inputs`` keep the
     client's order.
+
+    Input arrays belong to the request, but a read-only one is also read by
+    someone else (an ensemble's other steps, a BLS caller): whoever would write
+    into it writes into a copy.
     """
 
     model_name: str
@@ -147,12 +152,27 @@ class InferRequest:
     id: str = ""
     outputs: list[RequestedOutput] = field(default_factory=list)
     parameters: dict[str, Any] = field(default_factory=dict)
+    is_cancelled: Callable[[], bool] | None = None
+    """True once nobody waits for the answer (the client hung up). Set by the
+    transport; called from any thread, under scheduler locks, so it must be
+    quick and never block. Schedulers skip such a request when it leaves their
+    queue rather than run it. None: never cancelled."""
 
     def input(self, name: str) -> Tensor | None:
         for tensor in self.inputs:
             if tensor.name == name:
                 return tensor
         return None
+
+    def cancelled(self) -> bool:
+        """The hook's answer; a hook that raises counts as not cancelled, so a
+        transport's fault never stops a scheduler."""
+        if self.is_cancelled is None:
+            return False
+        try:
+            return bool(self.is_cancelled())
+        except Exception:
+            return False
 
 
 @dataclass(slots=True)

@@ -12,6 +12,15 @@ the model's config and reshaped to the model's shapes, and that no other thread
 is inside ``execute`` of the same instance: each instance serves one caller or
 one batcher worker at a time. Which thread that is varies,
 so an instance that needs thread affinity (a CUDA context) keeps its own thread.
+
+Tensors change hands, they are not copied. The arrays ``execute`` returns
+belong to their responses from then on: the instance goes back to the pool
+while the response is still being encoded and sent, so it must never write
+them again. ONNX Runtime and TensorRT return fresh arrays from every run; the
+python backend copies any output its model may still hold. Input arrays are
+the caller's, and a read-only one is also read by someone else (an ensemble's
+other steps): an instance never writes into its inputs, and one that runs
+code which may (a python model) hands that code a copy of the read-only ones.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ Requests look versions up here; the lifecycle manager publishes and withdraws
 them. A lookup counts the request as in flight on the version it got, under the
 same lock that withdrawal takes, so a withdrawn version can always tell when
 its last request has finished (Triton's ``ModelDeleter`` idea).
+
+A published version whose scheduler stopped serving (``Scheduler.failure``)
+takes no requests and shows as UNAVAILABLE with that reason, until a reload
+replaces it.
 """
 
 from __future__ import annotations
@@ -100,9 +104,13 @@ class ModelRegistry:
             else:
                 number = None
                 served = self._default.get(name)
-            if served is not None and served.enter():
+            failure = served.scheduler.failure if served is not None else None
+            if served is not None and failure is None and served.enter():
                 return served
-            raise self._not_servable(name, number)
+            if failure is None:
+                raise self._not_servable(name, number)
+        self.set_status(name, served.version, ModelState.UNAVAILABLE, failure)
+        raise Unavailable(failure)
 
     def get(self, name: str, version: str = "") -> ServedModel:
         """Like ``acquire`` without counting a request (metadata, config)."""
@@ -161,6 +169,14 @@ class ModelRegistry:
             self._status.get(name, {}).pop(version, None)
 
     def statuses(self, name: str) -> dict[int | None, VersionStatus]:
+        with self._lock:
+            failed = [
+                (version, served.scheduler.failure)
+                for version, served in self._served.get(name, {}).items()
+                if served.scheduler.failure is not None
+            ]
+        for version, failure in failed:
+            self.set_status(name, version, ModelState.UNAVAILABLE, failure)
         with self._lock:
             return dict(self._status.get(name, {}))
 

@@ -15,6 +15,8 @@ STATUS_BY_CODE = {
     ErrorCode.UNSUPPORTED: HTTPStatus.BAD_REQUEST,
     ErrorCode.ALREADY_EXISTS: HTTPStatus.CONFLICT,
     ErrorCode.INTERNAL: HTTPStatus.INTERNAL_SERVER_ERROR,
+    # Triton's HTTP frontend answers CANCELLED with 400; the client left anyway.
+    ErrorCode.CANCELLED: HTTPStatus.BAD_REQUEST,
 }
 
 

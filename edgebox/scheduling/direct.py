@@ -1,13 +1,19 @@
 """One request, one ``execute``: the scheduler for models without
 ``dynamic_batching``. The request runs on the caller's thread on the first free
-instance, so a lone client pays no thread hand-off."""
+instance, so a lone client pays no thread hand-off.
+
+Whatever ``execute`` raises, ``BaseException``s included, fails only that
+request (a 500 naming the exception) and the instance goes back to the pool. A
+request whose client gave up while it waited for an instance is answered
+CANCELLED without running.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
 
-from edgebox.errors import EdgeboxError
+from edgebox.errors import Cancelled, EdgeboxError
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
@@ -17,6 +23,9 @@ log = logging.getLogger(__name__)
 
 
 class DirectScheduler:
+    failure: str | None = None
+    """Never set: a failed execute costs one request, never the scheduler."""
+
     def __init__(self, pool: InstancePool, signature: ModelSignature, where: str) -> None:
         self.statistics = ModelStatistics()
         self._pool = pool
@@ -29,13 +38,16 @@ class DirectScheduler:
         instance = self._pool.acquire()
         acquired = clock()
         try:
+            if request.cancelled():
+                self.statistics.record_request(False, acquired - start)
+                raise cancelled_error(self._where)
             model_request = self._signature.to_model_shapes(request)
             prepared = clock()
             try:
                 result = instance.execute([model_request])[0]
-            except Exception as exc:
+            except BaseException as exc:
                 log.exception("%s: execute raised", self._where)
-                result = EdgeboxError(f"{self._where}: backend failed: {type(exc).__name__}: {exc}")
+                result = EdgeboxError(f"{self._where}: backend failed: {describe(exc)}")
             executed = clock()
         finally:
             self._pool.release(instance)
@@ -60,6 +72,19 @@ class DirectScheduler:
 
     def close(self) -> None:
         self._pool.close()
+
+
+def cancelled_error(where: str) -> Cancelled:
+    return Cancelled(f"{where}: request cancelled: its client gave up while it waited; not run")
+
+
+def describe(exc: BaseException) -> str:
+    """``KeyboardInterrupt: message``, even for an exception whose ``str`` fails."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def finish_response(

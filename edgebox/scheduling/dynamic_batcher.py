@@ -18,9 +18,17 @@ failed; ``DELAY`` keeps it. ``preserve_ordering`` makes batches complete in the
 order they were formed, as Triton does.
 
 Callers block on their own request; the worker that ran the batch hands each
-its response. The instance's ``execute`` gets the batch as a list of requests,
-as Triton's backends do: the python backend passes the list to ``model.py``,
-ONNX Runtime concatenates it into one run.
+its response. A request whose client gave up (``InferRequest.is_cancelled``)
+is dropped, answered CANCELLED, when it would join a batch; like a timed-out
+one it counts as failed. Whatever ``execute`` raises, ``BaseException``s
+included, fails that batch's requests and the worker goes on. Should a worker
+itself die (nothing a model does gets that far), the batcher stops: every
+waiting and later request fails UNAVAILABLE with the reason, kept in
+``failure``, which takes the version out of service until it is reloaded.
+
+The instance's ``execute`` gets the batch as a list of requests, as Triton's
+backends do: the python backend passes the list to ``model.py``, ONNX Runtime
+concatenates it into one run.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_configuration.md#dynamic-batcher
 """
 
@@ -35,7 +43,7 @@ from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends.base import Instance
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
-from edgebox.scheduling.direct import finish_response
+from edgebox.scheduling.direct import cancelled_error, describe, finish_response
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
@@ -98,6 +106,8 @@ class DynamicBatcher:
         self._formed = 0
         self._finished = 0
         self._in_order = threading.Condition()
+        self.failure: str | None = None
+        """Why the batcher stopped serving (a worker died); None while it serves."""
         self._workers = [
             threading.Thread(target=self._work, args=(pool.acquire(),), name="batcher", daemon=True)
             for _ in range(len(pool))
@@ -113,6 +123,9 @@ class DynamicBatcher:
         now = time.perf_counter_ns()
         pending = _Pending(request, now, self._deadline(request, now))
         with self._ready:
+            if self.failure is not None:
+                self.statistics.record_request(False, 0)
+                raise Unavailable(self.failure)
             if self._closed:
                 raise Unavailable(f"{self._where}: the model is being unloaded")
             if len(self._queue) >= self._max_queue:
@@ -153,26 +166,42 @@ class DynamicBatcher:
         return now + timeout_ns
 
     def _work(self, instance: Instance) -> None:
-        while True:
-            batch, sequence = self._next_batch()
-            if batch is None:
-                self._pool.release(instance)
-                return
-            try:
-                self._run(instance, batch, sequence)
-            except Exception as exc:
-                # Whatever went wrong, its callers get an answer and this worker
-                # lives on: a dead worker would leave every later request waiting.
-                log.exception("%s: batch failed", self._where)
-                for pending in batch:
-                    if not pending.done.is_set():
-                        pending.error = EdgeboxError(
-                            f"{self._where}: batch failed: {type(exc).__name__}: {exc}"
-                        )
-                        pending.done.set()
-                with self._in_order:
-                    self._finished = max(self._finished, sequence)
-                    self._in_order.notify_all()
+        batch: list[_Pending] = []
+        try:
+            while True:
+                batch, sequence = self._next_batch()
+                if batch is None:
+                    self._pool.release(instance)
+                    return
+                try:
+                    self._run(instance, batch)
+                except BaseException as exc:
+                    # Whatever went wrong, its callers get an answer and this worker
+                    # lives on: a dead worker would leave every later request waiting.
+                    log.exception("%s: batch failed", self._where)
+                    error = EdgeboxError(f"{self._where}: batch failed: {describe(exc)}")
+                    now = time.perf_counter_ns()
+                    for pending in batch:
+                        if pending.response is None and pending.error is None:
+                            pending.error = error
+                            self.statistics.record_request(False, now - pending.enqueued_ns)
+                self._complete(batch, sequence)
+        except BaseException as exc:
+            self._stop_serving(exc, [p for p in batch if not p.done.is_set()])
+
+    def _stop_serving(self, exc: BaseException, stranded: list[_Pending]) -> None:
+        """A worker died: fail its batch, what waits and everything after it, loudly."""
+        self.failure = f"{self._where}: a batcher worker stopped: {describe(exc)}"
+        log.critical("%s; reload the model to serve it again", self.failure, exc_info=exc)
+        with self._ready:
+            stranded += self._queue
+            self._queue.clear()
+        for pending in stranded:
+            pending.error = Unavailable(self.failure)
+            self.statistics.record_request(False, time.perf_counter_ns() - pending.enqueued_ns)
+            pending.done.set()
+        with self._in_order:
+            self._in_order.notify_all()
 
     def _next_batch(self) -> tuple[list[_Pending] | None, int]:
         """The next batch to run (and its place in formation order), or
@@ -192,6 +221,8 @@ class DynamicBatcher:
                 if size >= self._target or waited_enough or self._closed:
                     if size < self._target and waited_enough and self._max_delay_ns:
                         chosen, size = self._gather(limit=self._max_batch)
+                    if self._drop_cancelled(chosen, now):
+                        continue
                     for pending in chosen:
                         self._queue.remove(pending)
                     self._formed += 1
@@ -228,7 +259,21 @@ class DynamicBatcher:
             self.statistics.record_request(False, now - pending.enqueued_ns)
             pending.done.set()
 
-    def _run(self, instance: Instance, batch: list[_Pending], sequence: int) -> None:
+    def _drop_cancelled(self, chosen: list[_Pending], now: int) -> bool:
+        """Answer and unqueue the chosen requests whose client gave up; True
+        when there were any (the batch is then formed anew). Only requests about
+        to run are asked, so a long queue costs no calls. Holds ``_ready``."""
+        cancelled = [p for p in chosen if p.request.cancelled()]
+        for pending in cancelled:
+            self._queue.remove(pending)
+            pending.error = cancelled_error(self._where)
+            self.statistics.record_request(False, now - pending.enqueued_ns)
+            pending.done.set()
+        return bool(cancelled)
+
+    def _run(self, instance: Instance, batch: list[_Pending]) -> None:
+        """Execute the batch and leave each request its response or error;
+        ``_complete`` hands them over."""
         clock = time.perf_counter_ns
         started = clock()
         requests = [self._signature.to_model_shapes(p.request) for p in batch]
@@ -242,9 +287,9 @@ class DynamicBatcher:
                 )
         except EdgeboxError as exc:
             results = [exc] * len(batch)
-        except Exception as exc:
+        except BaseException as exc:
             log.exception("%s: execute raised", self._where)
-            error = EdgeboxError(f"{self._where}: backend failed: {type(exc).__name__}: {exc}")
+            error = EdgeboxError(f"{self._where}: backend failed: {describe(exc)}")
             results = [error] * len(batch)
         executed = clock()
         for pending, result in zip(batch, results, strict=True):
@@ -265,11 +310,17 @@ class DynamicBatcher:
             self.statistics.record_request(
                 pending.error is None, done - pending.enqueued_ns, started - pending.enqueued_ns
             )
+
+    def _complete(self, batch: list[_Pending], sequence: int) -> None:
+        """Wake the batch's callers; with ``preserve_ordering`` only after every
+        earlier batch's (unless the batcher stopped, when no order is owed)."""
         if self._preserve_ordering:
             with self._in_order:
-                self._in_order.wait_for(lambda: self._finished == sequence - 1)
+                self._in_order.wait_for(
+                    lambda: self._finished >= sequence - 1 or self.failure is not None
+                )
                 self._finish(batch)
-                self._finished = sequence
+                self._finished = max(self._finished, sequence)
                 self._in_order.notify_all()
         else:
             self._finish(batch)

@@ -7,6 +7,13 @@ reference: nothing is serialized between steps. Each step goes through the same
 ``infer`` function as a client request, so it is validated, counted in the
 composing model's statistics, and holds that model's version while it runs
 (hot reload drains it like any other request).
+
+A tensor that more than one reader sees (two steps, or a step and the
+ensemble's outputs) reaches each step as a read-only view, so a model that
+writes into its input (as Triton lets it) writes into its own copy (see the
+python backend) and never into a sibling's data. Steps inherit the request's
+cancellation, and once the client gave up no further step starts (Triton
+checks between steps too).
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/ensemble_models.md
 """
 
@@ -15,8 +22,10 @@ from __future__ import annotations
 import concurrent.futures as cf
 import time
 
+import numpy as np
+
 from edgebox.backends.base import InferFunction
-from edgebox.errors import EdgeboxError
+from edgebox.errors import Cancelled, EdgeboxError
 from edgebox.scheduling.direct import finish_response
 from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
@@ -39,6 +48,9 @@ class _Step:
 
 
 class EnsembleScheduler:
+    failure: str | None = None
+    """Never set: an ensemble holds no instances of its own."""
+
     def __init__(self, config, signature: ModelSignature, infer: InferFunction, where: str) -> None:
         self.statistics = ModelStatistics()
         self._name = config.name
@@ -46,6 +58,9 @@ class EnsembleScheduler:
         self._infer = infer
         self._where = where
         self._steps = [_Step(i, s) for i, s in enumerate(config.ensemble_scheduling.step)]
+        readers = [name for step in self._steps for name in step.inputs.values()]
+        readers += list(signature.outputs)
+        self._shared = {name for name in readers if readers.count(name) > 1}
 
     @property
     def composing_models(self) -> list[tuple[str, str]]:
@@ -111,16 +126,26 @@ class EnsembleScheduler:
     def _run_step(
         self, step: _Step, tensors: dict[str, Tensor], request: InferRequest
     ) -> dict[str, Tensor]:
+        if request.cancelled():
+            raise Cancelled(
+                f"{self._where}: request cancelled before step '{step.model_name}': "
+                "its client gave up; the remaining steps were not run"
+            )
         step_request = InferRequest(
             model_name=step.model_name,
             model_version=step.model_version,
             id=request.id,
             inputs=[
-                Tensor(model_input, tensors[name].datatype, tensors[name].data)
+                Tensor(
+                    model_input,
+                    tensors[name].datatype,
+                    _read_only(tensors[name].data) if name in self._shared else tensors[name].data,
+                )
                 for model_input, name in step.inputs.items()
             ],
             outputs=[RequestedOutput(model_output) for model_output in step.outputs],
             parameters=request.parameters,
+            is_cancelled=request.is_cancelled,
         )
         try:
             response = self._infer(step_request)
@@ -134,3 +159,9 @@ class EnsembleScheduler:
             if name is not None:
                 produced[name] = Tensor(name, tensor.datatype, tensor.data)
         return produced
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view

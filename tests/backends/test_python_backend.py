@@ -485,7 +485,7 @@ def test_malformed_execute_results_fail_every_request(load_model, returned, prob
         ("ALREADY_EXISTS", ErrorCode.ALREADY_EXISTS),
         ("INTERNAL", ErrorCode.INTERNAL),
         ("UNKNOWN", ErrorCode.INTERNAL),
-        ("CANCELLED", ErrorCode.INTERNAL),
+        ("CANCELLED", ErrorCode.CANCELLED),
     ],
 )
 def test_triton_error_codes_map_to_edgebox_codes(load_model, triton_code, edgebox_code) -> None:
@@ -1041,3 +1041,257 @@ def test_logger_levels_reach_python_logging(caplog) -> None:
         (logging.DEBUG, "v"),
         (logging.ERROR, "x"),
     ]
+
+
+# ---------------------------------------------------------------- who owns a tensor
+
+# Each call scribbles over whatever the previous call kept, then keeps (by
+# ``{keep}``) part of what it returns: legal under Triton, which copies outputs
+# out of the model's process before the model runs again.
+KEEPING_MODEL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def scribble(thing):
+    if isinstance(thing, pb_utils.InferenceResponse):
+        thing = thing.output_tensors()
+    if isinstance(thing, list):
+        for item in thing:
+            scribble(item)
+        return
+    if isinstance(thing, pb_utils.Tensor):
+        thing = thing.as_numpy()
+    np.asarray(thing)[...] = -1
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.kept = []
+        self.buffer = np.zeros(4, np.float32)
+
+    def execute(self, requests):
+        scribble(self.kept)
+        self.kept = []
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            out = x * 2
+            tensor = pb_utils.Tensor("OUT", out)
+            response = pb_utils.InferenceResponse([tensor])
+            {keep}
+            responses.append(response)
+        return responses
+"""
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        "self.kept.append(out)",
+        "self.kept.append(out[1:])",
+        "self.kept.append(memoryview(out))",
+        "self.kept.append(tensor)",
+        "self.kept.append(response)",
+        "self.kept.append(response.output_tensors())",
+        "self.kept = responses",
+        "self.buffer[:] = out; tensor = pb_utils.Tensor('OUT', self.buffer); "
+        "response = pb_utils.InferenceResponse([tensor])",
+        "self.buffer[:] = out; tensor = pb_utils.Tensor('OUT', self.buffer[:]); "
+        "response = pb_utils.InferenceResponse([tensor])",
+    ],
+    ids=[
+        "array",
+        "view",
+        "memoryview",
+        "tensor",
+        "response",
+        "output-list",
+        "response-list",
+        "buffer",
+        "buffer-view",
+    ],
+)
+def test_an_output_the_model_keeps_is_not_changed_by_its_next_call(load_model, keep) -> None:
+    model = load_model(KEEPING_MODEL.replace("{keep}", keep), ECHO_CONFIG)
+    (first,) = model.infer(fp32_request(IN=[1, 2, 3, 4]))
+    (second,) = model.infer(fp32_request(IN=[5, 6, 7, 8]))
+    np.testing.assert_array_equal(expect_response(first).output("OUT").data, [2, 4, 6, 8])
+    np.testing.assert_array_equal(expect_response(second).output("OUT").data, [10, 12, 14, 16])
+
+
+def test_fresh_outputs_and_the_requests_own_inputs_are_not_copied(load_model) -> None:
+    model_py = """
+    import numpy as np
+    import triton_python_backend_utils as pb_utils
+
+
+    class TritonPythonModel:
+        def execute(self, requests):
+            responses = []
+            for request in requests:
+                x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+                fresh = x * 2
+                tail = (x * 3)[1:]
+                address = {"fresh": fresh.ctypes.data, "tail": tail.ctypes.data}
+                responses.append(pb_utils.InferenceResponse(
+                    [
+                        pb_utils.Tensor("FRESH", fresh),
+                        pb_utils.Tensor("TAIL", tail),
+                        pb_utils.Tensor("SAME", x[::-1]),
+                    ],
+                    parameters=address,
+                ))
+            return responses
+    """
+    config = """
+    backend: "python"
+    input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
+    output [
+      { name: "FRESH" data_type: TYPE_FP32 dims: [ -1 ] },
+      { name: "TAIL" data_type: TYPE_FP32 dims: [ -1 ] },
+      { name: "SAME" data_type: TYPE_FP32 dims: [ -1 ] }
+    ]
+    """
+    model = load_model(model_py, config)
+    data = np.array([1, 2, 3], np.float32)
+    (result,) = model.infer(InferRequest("m", inputs=[Tensor("IN", "FP32", data)]))
+    response = expect_response(result)
+    assert response.output("FRESH").data.ctypes.data == response.parameters["fresh"]
+    assert response.output("TAIL").data.ctypes.data == response.parameters["tail"]
+    assert response.output("SAME").data.base is data
+    np.testing.assert_array_equal(response.output("TAIL").data, [6, 9])
+
+
+IN_PLACE_MODEL = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            x *= 10
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x)]))
+        return responses
+"""
+
+
+def test_a_model_writing_into_a_shared_input_writes_into_its_own_copy(load_model) -> None:
+    model = load_model(IN_PLACE_MODEL, ECHO_CONFIG)
+    shared = np.array([1, 2, 3], np.float32)
+    read_only = shared.view()
+    read_only.flags.writeable = False
+    (result,) = model.infer(InferRequest("m", inputs=[Tensor("IN", "FP32", read_only)]))
+    np.testing.assert_array_equal(expect_response(result).output("OUT").data, [10, 20, 30])
+    np.testing.assert_array_equal(shared, [1, 2, 3])
+
+
+def test_a_model_writing_into_its_own_input_is_not_given_a_copy(load_model) -> None:
+    model = load_model(IN_PLACE_MODEL, ECHO_CONFIG)
+    owned = np.array([1, 2, 3], np.float32)
+    (result,) = model.infer(InferRequest("m", inputs=[Tensor("IN", "FP32", owned)]))
+    assert expect_response(result).output("OUT").data is owned
+    np.testing.assert_array_equal(owned, [10, 20, 30])
+
+
+def test_bls_hands_the_callee_read_only_inputs(load_model) -> None:
+    seen: list[np.ndarray] = []
+
+    def fake_infer_doubling(request: InferRequest) -> InferResponse:
+        x = request.input("X").data
+        seen.append(x)
+        return InferResponse(request.model_name, "2", outputs=[Tensor("Y", "FP32", x * 2)])
+
+    model = load_model(BLS_MODEL, ECHO_CONFIG, infer=fake_infer_doubling)
+    (result,) = model.infer(fp32_request(IN=[1.5, 2]))
+    np.testing.assert_array_equal(expect_response(result).output("OUT").data, [3, 4])
+    assert seen[0].flags.writeable is False
+
+
+# ---------------------------------------------------------------- BaseException and cancellation
+
+
+@pytest.mark.parametrize(
+    ("raised", "name"),
+    [
+        ("KeyboardInterrupt", "KeyboardInterrupt"),
+        ("SystemExit", "SystemExit"),
+        ("asyncio.CancelledError", "CancelledError"),
+        ("GeneratorExit", "GeneratorExit"),
+    ],
+)
+def test_base_exceptions_from_execute_fail_the_requests_like_any_other(
+    load_model, raised, name
+) -> None:
+    model_py = f"""
+    import asyncio
+
+    import triton_python_backend_utils as pb_utils
+
+
+    class TritonPythonModel:
+        def execute(self, requests):
+            x = pb_utils.get_input_tensor_by_name(requests[0], "IN").as_numpy()
+            if x[0] < 0:
+                raise {raised}("stop")
+            return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x)]) for _ in requests]
+    """
+    model = load_model(model_py, ECHO_CONFIG)
+    line = line_of(model_py, f"raise {raised}")
+    results = model.infer(fp32_request(IN=[-1]), fp32_request(IN=[2]))
+    for result in results:
+        error = expect_error(result)
+        assert (
+            str(error)
+            == f"model 'm' version 1: execute() raised {name}: stop (model.py line {line})"
+        )
+        assert error.code is ErrorCode.INTERNAL
+    (again,) = model.infer(fp32_request(IN=[2]))
+    np.testing.assert_array_equal(expect_response(again).output("OUT").data, [2])
+
+
+def test_keyboard_interrupt_from_initialize_fails_the_load(tmp_path: Path) -> None:
+    model_py = """
+    class TritonPythonModel:
+        def initialize(self, args):
+            raise KeyboardInterrupt("not now")
+
+        def execute(self, requests):
+            return []
+    """
+    model_dir = write_model(tmp_path, model_py, ECHO_CONFIG)
+    backend = Backend()
+    context = make_context(model_dir)
+    backend.complete_config(context)
+    with pytest.raises(Unavailable) as raised:
+        backend.load_instance(context, InstanceSpec("m_0_0", "CPU"))
+    backend.unload(context)
+    assert str(raised.value) == (
+        "model 'm' version 1: initialize() raised KeyboardInterrupt: not now (model.py line 3)"
+    )
+
+
+def test_request_is_cancelled_follows_the_client(load_model) -> None:
+    model_py = """
+    import numpy as np
+    import triton_python_backend_utils as pb_utils
+
+
+    class TritonPythonModel:
+        def execute(self, requests):
+            return [
+                pb_utils.InferenceResponse(
+                    [pb_utils.Tensor("OUT", np.array([float(r.is_cancelled())], np.float32))]
+                )
+                for r in requests
+            ]
+    """
+    model = load_model(model_py, ECHO_CONFIG)
+    waiting = fp32_request(IN=[1])
+    waiting.is_cancelled = lambda: False
+    gone = fp32_request(IN=[1])
+    gone.is_cancelled = lambda: True
+    results = model.infer(fp32_request(IN=[1]), waiting, gone)
+    assert [expect_response(r).output("OUT").data[0] for r in results] == [0, 0, 1]

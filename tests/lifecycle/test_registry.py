@@ -7,13 +7,14 @@ import pytest
 from edgebox.errors import InvalidArgument, NotFound, Unavailable
 from edgebox.events import EventBus, ModelStateChanged
 from edgebox.lifecycle.registry import ModelRegistry, ServedModel
-from edgebox.lifecycle.states import ModelState
+from edgebox.lifecycle.states import ModelState, VersionStatus
 from edgebox.signature import ModelSignature
 
 
 class FakeScheduler:
     def __init__(self) -> None:
         self.closed = False
+        self.failure: str | None = None
 
     def close(self) -> None:
         self.closed = True
@@ -114,3 +115,23 @@ def test_withdrawing_several_versions_never_exposes_one_of_them_as_default():
     withdrawn = registry.withdraw("m", [4, 2])
     assert sorted(s.version for s in withdrawn) == [2, 4]
     assert registry.get("m").version == 1
+
+
+def test_a_version_whose_scheduler_stopped_is_unavailable_with_the_reason():
+    bus = EventBus()
+    events = bus.subscribe(ModelStateChanged)
+    registry = ModelRegistry(bus)
+    broken = served("m", 1)
+    registry.publish(broken)
+    reason = "model 'm' version 1: a batcher worker stopped: MemoryError"
+    broken.scheduler.failure = reason
+    assert registry.statuses("m")[1] == VersionStatus(ModelState.UNAVAILABLE, reason)
+    assert not registry.is_ready("m")
+    with pytest.raises(Unavailable) as raised:
+        registry.acquire("m", "1")
+    assert str(raised.value) == reason
+    assert broken.inflight == 0
+    ready = events.get(timeout=1)
+    unavailable = events.get(timeout=1)
+    assert (ready.state, unavailable.state, unavailable.reason) == ("READY", "UNAVAILABLE", reason)
+    assert events.get(timeout=0.01) is None

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -8,7 +9,7 @@ import pytest
 from google.protobuf import text_format
 
 from daemon_process import wait_for
-from edgebox.errors import Unavailable
+from edgebox.errors import ErrorCode, Unavailable
 from edgebox.repository.config import ModelConfig
 from edgebox.scheduling.dynamic_batcher import DynamicBatcher
 from edgebox.scheduling.instance_pool import InstancePool
@@ -211,4 +212,85 @@ def test_a_batch_that_breaks_answers_its_callers_and_the_worker_lives_on():
         assert caller.finished.wait(5), "a caller was left waiting"
         assert "batch failed" in str(caller.error)
     assert len(instance.batches) == 2
+    batcher.close()
+
+
+class FakeInterruptedInstance(FakeGatedInstance):
+    """Raises ``raised`` from execute for a batch holding X < 0."""
+
+    def __init__(self, raised: type[BaseException]) -> None:
+        super().__init__()
+        self.raised = raised
+
+    def execute(self, requests):
+        if any(r.input("X").data[0, 0] < 0 for r in requests):
+            self.batches.append(list(requests))
+            raise self.raised("raised by the backend")
+        return super().execute(requests)
+
+
+@pytest.mark.parametrize(
+    "raised", [KeyboardInterrupt, SystemExit, asyncio.CancelledError, GeneratorExit]
+)
+def test_a_base_exception_from_execute_answers_its_callers_and_the_worker_lives_on(raised):
+    batcher = batcher_for([FakeInterruptedInstance(raised)])
+    failed = Caller(batcher, request(-1))
+    assert failed.finished.wait(5), "the caller was left waiting"
+    assert failed.error.code is ErrorCode.INTERNAL
+    assert str(failed.error) == (
+        f"model 'm' version 1: backend failed: {raised.__name__}: raised by the backend"
+    )
+    served = Caller(batcher, request(2))
+    assert served.finished.wait(5), "the next caller was left waiting"
+    np.testing.assert_array_equal(served.response.outputs[0].data, np.full((1, 3), 4.0))
+    assert batcher.failure is None
+    batcher.close()
+
+
+def test_a_request_cancelled_while_queued_is_answered_and_never_run():
+    instance = FakeGatedInstance(hold_first=True)
+    batcher = batcher_for([instance])
+    first = Caller(batcher, request(0.0))
+    assert instance.entered.wait(5)
+    gone = threading.Event()
+    cancelled = request(1)
+    cancelled.is_cancelled = gone.is_set
+    callers = [Caller(batcher, cancelled), Caller(batcher, request(2))]
+    wait_for(lambda: batcher.queue_size == 2, what="requests to queue")
+    gone.set()
+    instance.release.set()
+    for caller in [first, *callers]:
+        assert caller.finished.wait(5)
+    assert callers[0].error.code is ErrorCode.CANCELLED
+    assert str(callers[0].error) == (
+        "model 'm' version 1: request cancelled: its client gave up while it waited; not run"
+    )
+    np.testing.assert_array_equal(callers[1].response.outputs[0].data, np.full((1, 3), 4.0))
+    assert [[r.id for r in batch] for batch in instance.batches] == [["0.0"], ["2"]]
+    stats = batcher.statistics.as_dict("m", "1")["inference_stats"]
+    assert (stats["fail"]["count"], stats["success"]["count"]) == (1, 2)
+    batcher.close()
+
+
+def test_a_worker_that_cannot_go_on_fails_the_queue_and_reports_why(monkeypatch):
+    instance = FakeGatedInstance(hold_first=True)
+    batcher = batcher_for([instance])
+    first = Caller(batcher, request(0.0))
+    assert instance.entered.wait(5)
+    queued = Caller(batcher, request(1))
+    wait_for(lambda: batcher.queue_size == 1, what="a request to queue")
+
+    def out_of_memory():
+        raise MemoryError("simulated")
+
+    # Simulated: forming the next batch fails, which the worker cannot survive.
+    monkeypatch.setattr(batcher, "_next_batch", out_of_memory)
+    instance.release.set()
+    assert first.finished.wait(5) and queued.finished.wait(5)
+    reason = "model 'm' version 1: a batcher worker stopped: MemoryError: simulated"
+    assert first.error is None
+    assert (queued.error.code, str(queued.error)) == (ErrorCode.UNAVAILABLE, reason)
+    assert batcher.failure == reason
+    with pytest.raises(Unavailable, match="a batcher worker stopped"):
+        batcher.infer(request(2))
     batcher.close()

@@ -76,7 +76,7 @@ def test_intermediate_tensors_are_passed_by_reference():
 
     incoming = request_in([3, 4])
     scheduler_for(DIAMOND, infer).infer(incoming)
-    assert all(array is incoming.inputs[0].data for array in seen)
+    assert all(np.shares_memory(array, incoming.inputs[0].data) for array in seen)
 
 
 def test_step_failure_names_the_step_and_keeps_its_code():
@@ -102,3 +102,67 @@ def test_statistics_count_success_and_failure():
     stats = scheduler.statistics.as_dict("diamond", "1")
     assert stats["inference_stats"]["success"]["count"] == 1
     assert stats["inference_stats"]["fail"]["count"] == 0
+
+
+def test_a_tensor_several_steps_read_reaches_each_of_them_read_only_and_uncopied():
+    """'IN' feeds both branches: a step that wrote into it would change what
+    its sibling reads, so each gets a read-only view (a python model writes
+    into its own copy). 'l' and 'r' have one reader each and stay writable."""
+    seen: dict[str, dict[str, np.ndarray]] = {}
+
+    def infer(request):
+        seen[request.model_name] = {t.name: t.data for t in request.inputs}
+        if request.model_name == "join":
+            total = request.input("A").data + request.input("B").data
+            return InferResponse("join", "1", [Tensor("S", "FP32", total)])
+        return InferResponse(
+            request.model_name, "1", [Tensor("Y", "FP32", request.input("X").data * 2)]
+        )
+
+    incoming = request_in([3, 4])
+    scheduler_for(DIAMOND, infer).infer(incoming)
+    for branch in ("left", "right"):
+        assert seen[branch]["X"].flags.writeable is False
+        assert np.shares_memory(seen[branch]["X"], incoming.inputs[0].data)
+    assert seen["join"]["A"].flags.writeable and seen["join"]["B"].flags.writeable
+    assert incoming.inputs[0].data.flags.writeable
+
+
+CHAIN = """
+name: "chain"
+platform: "ensemble"
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]
+ensemble_scheduling { step [
+  { model_name: "first" input_map { key: "X" value: "IN" } output_map { key: "Y" value: "mid" } },
+  { model_name: "second" input_map { key: "X" value: "mid" } output_map { key: "Y" value: "OUT" } }
+] }
+"""
+
+
+def test_steps_inherit_the_requests_cancellation_and_none_starts_after_it():
+    gone = threading.Event()
+    called: list[str] = []
+
+    def infer(request):
+        called.append(request.model_name)
+        assert request.cancelled() is False
+        gone.set()
+        assert request.cancelled() is True
+        return InferResponse(
+            request.model_name, "1", [Tensor("Y", "FP32", request.input("X").data)]
+        )
+
+    scheduler = scheduler_for(CHAIN, infer)
+    cancelled = request_in([1, 2])
+    cancelled.is_cancelled = gone.is_set
+    with pytest.raises(EdgeboxError) as info:
+        scheduler.infer(cancelled)
+    assert info.value.code is ErrorCode.CANCELLED
+    assert str(info.value) == (
+        "model 'diamond' version 1: request cancelled before step 'second': "
+        "its client gave up; the remaining steps were not run"
+    )
+    assert called == ["first"]
+    stats = scheduler.statistics.as_dict("chain", "1")["inference_stats"]
+    assert stats["fail"]["count"] == 1

@@ -11,7 +11,15 @@ saves the shared-memory copies but means the model shares ``sys.path`` and
   ``sys.modules`` right after, so two models that each ship a ``utils.py`` get
   their own (a sibling imported lazily inside ``execute`` is found through
   ``sys.path`` and may resolve to another loaded model's file of that name);
-* nothing the model does (raise, return the wrong thing) escapes ``execute``.
+* nothing the model does (raise, return the wrong thing) escapes ``execute``:
+  not even a ``BaseException`` (KeyboardInterrupt, SystemExit,
+  asyncio.CancelledError, GeneratorExit) raised by the model's code, which
+  fails its requests like any other error. The daemon takes SIGINT and SIGTERM
+  through signal handlers, so none of these comes from outside;
+* an output the model may still hold (a buffer it reuses, as Triton allows) is
+  copied, so the model's next call cannot change an answer still being sent;
+  an output nothing else references is passed on as is (see
+  ``_reference_counts``).
 
 The model's code is never given the daemon's objects: it sees pb_utils types
 only, and BLS calls go through the infer function in the ``ModelContext``.
@@ -35,6 +43,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 from google.protobuf import json_format
 
 from edgebox.backends import base
@@ -45,6 +54,11 @@ from edgebox.repository.config import ModelConfig, config_to_dict
 from edgebox.repository.config_rules import check_model_config
 from edgebox.repository.contained_path import model_file_inside
 from edgebox.tensors import InferRequest, InferResponse
+
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # numpy < 2.0
+    from numpy import byte_bounds
 
 PB_UTILS_MODULE_NAME = "triton_python_backend_utils"
 MODEL_CLASS_NAME = "TritonPythonModel"
@@ -103,7 +117,7 @@ class Backend(base.Backend):
         version_dir = Path(context.version_dir)
         try:
             model = loaded.model_class()
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:
             raise _load_failure(
                 f"{where}: {MODEL_CLASS_NAME}() raised {describe_exception(exc, version_dir)}", exc
             ) from None
@@ -120,7 +134,7 @@ class Backend(base.Backend):
             }
             try:
                 initialize(args)
-            except (Exception, SystemExit) as exc:
+            except BaseException as exc:
                 raise _load_failure(
                     f"{where}: initialize() raised {describe_exception(exc, version_dir)}", exc
                 ) from None
@@ -183,7 +197,7 @@ class PythonInstance:
         ]
         try:
             returned = self._model.execute(pb_requests)
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:
             message = (
                 f"{self._where}: execute() raised {describe_exception(exc, self._version_dir)}"
             )
@@ -194,9 +208,11 @@ class PythonInstance:
             message = f"{self._where}: {problem}"
             _log.error("%s", message)
             return [EdgeboxError(message) for _ in requests]
+        # Counted straight from this frame, as the calibration counts from its own.
+        held = _held_outputs(_reference_counts(returned))
         return [
-            self._convert(response, request)
-            for response, request in zip(returned, requests, strict=True)
+            self._convert(response, request, pb_request, held)
+            for response, request, pb_request in zip(returned, requests, pb_requests, strict=True)
         ]
 
     def close(self) -> None:
@@ -208,7 +224,7 @@ class PythonInstance:
             return
         try:
             finalize()
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:
             _log.error(
                 "%s: finalize() raised %s",
                 self._where,
@@ -217,7 +233,11 @@ class PythonInstance:
             )
 
     def _convert(
-        self, response: pb_utils.InferenceResponse, request: InferRequest
+        self,
+        response: pb_utils.InferenceResponse,
+        request: InferRequest,
+        pb_request: pb_utils.InferenceRequest,
+        held: set[int],
     ) -> InferResponse | EdgeboxError:
         if response.has_error():
             error = response.error()
@@ -228,9 +248,14 @@ class PythonInstance:
             if wanted and tensor.name() not in wanted:
                 continue
             try:
-                outputs.append(pb_utils._to_edgebox_tensor(tensor))
+                output = pb_utils._to_edgebox_tensor(tensor)
             except ValueError as exc:
                 return EdgeboxError(f"{self._where}, output '{tensor.name()}': {exc}")
+            if output.data is tensor.as_numpy() and id(tensor) in held:
+                inputs = [t.as_numpy() for t in pb_request.inputs()]
+                if not _inside_any(output.data, inputs):
+                    output.data = output.data.copy()
+            outputs.append(output)
         return InferResponse(
             self._model_name,
             model_version=str(self._model_version),
@@ -258,6 +283,110 @@ def _check_responses(returned: Any, request_count: int) -> str | None:
     return None
 
 
+# ---------------------------------------------------------------- who owns an output
+
+
+def _reference_counts(returned: list) -> list[tuple[pb_utils.Tensor, tuple[int, ...]]]:
+    """Each output tensor with ``sys.getrefcount`` of every object between
+    ``returned`` and the output's memory: the list, the response, its tensor
+    list, the tensor, the array and the array that owns the memory (-1 when the
+    array owns it). A count above the calibrated one means something outside
+    that chain holds a way to the memory. Types other than pb_utils' own and
+    memory not owned by a numpy array give counts of 1 << 30: always held."""
+    unknown = 1 << 30
+    counted = []
+    returned_count = sys.getrefcount(returned)
+    for response in returned:
+        if type(response) is not pb_utils.InferenceResponse:
+            continue
+        response_count = sys.getrefcount(response)
+        tensors = response._output_tensors
+        tensors_count = sys.getrefcount(tensors)
+        for tensor in tensors:
+            if type(tensor) is not pb_utils.Tensor or type(tensor._array) is not np.ndarray:
+                counted.append((tensor, (unknown,)))
+                continue
+            array = tensor._array
+            base = array.base
+            if base is None:
+                base_count = -1 if array.flags.owndata else unknown
+            elif type(base) is np.ndarray and base.base is None and base.flags.owndata:
+                base_count = sys.getrefcount(base)
+            else:
+                base_count = unknown
+            counts = (
+                returned_count,
+                response_count,
+                tensors_count,
+                sys.getrefcount(tensor),
+                sys.getrefcount(array),
+                base_count,
+            )
+            counted.append((tensor, counts))
+    return counted
+
+
+def _calibrate_reference_counts() -> tuple[int, ...] | None:
+    """The counts ``_reference_counts`` sees for outputs nothing else holds,
+    measured on this interpreter rather than assumed (they differ between
+    Python versions). None, so that every output is copied, unless a fresh
+    array and a fresh view measure alike and one more reference to any link
+    of the chain shows in its count."""
+
+    def fresh(array: np.ndarray) -> list:
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("x", array)])]
+
+    def chain(returned: list) -> list:
+        response = returned[0]
+        tensor = response._output_tensors[0]
+        return [returned, response, response._output_tensors, tensor, tensor._array]
+
+    returned = fresh(np.empty(4)[1:])
+    ((_, limits),) = _reference_counts(returned)
+    returned = fresh(np.empty(4))
+    ((_, counts),) = _reference_counts(returned)
+    if counts[:5] != limits[:5] or counts[5] != -1:
+        return None
+    for index in range(6):
+        returned = fresh(np.empty(4)[1:])
+        extra = chain(returned)[index] if index < 5 else returned[0]._output_tensors[0]._array.base
+        ((_, counts),) = _reference_counts(returned)
+        del extra
+        if counts[index] <= limits[index]:
+            return None
+    return limits
+
+
+def _held_outputs(counted: list[tuple[pb_utils.Tensor, tuple[int, ...]]]) -> set[int]:
+    """ids of the output tensors whose memory something besides the returned
+    list may reach: the model (a reused buffer, a kept tensor or response),
+    another output, or memory no numpy array owns."""
+    limits = _REFERENCE_COUNT_LIMITS
+    held = set()
+    for tensor, counts in counted:
+        if (
+            limits is None
+            or len(counts) != len(limits)
+            or any(count > limit for count, limit in zip(counts, limits, strict=True))
+        ):
+            held.add(id(tensor))
+    return held
+
+
+def _inside_any(array: np.ndarray, owners: list[np.ndarray]) -> bool:
+    """Whether ``array``'s memory lies within one of ``owners``' (the
+    request's own inputs, which live as long as the request)."""
+    low, high = byte_bounds(array)
+    for owner in owners:
+        owner_low, owner_high = byte_bounds(owner)
+        if owner_low <= low and high <= owner_high:
+            return True
+    return False
+
+
+_REFERENCE_COUNT_LIMITS = _calibrate_reference_counts()
+
+
 def _auto_complete(context: ModelContext, auto_complete: Any) -> None:
     """Triton's auto-complete: the model may fill max_batch_size, inputs,
     outputs, dynamic batching and the transaction policy. The result replaces
@@ -267,7 +396,7 @@ def _auto_complete(context: ModelContext, auto_complete: Any) -> None:
     given = pb_utils.ModelConfig(config_to_dict(context.config))
     try:
         result = auto_complete(given)
-    except (Exception, SystemExit) as exc:
+    except BaseException as exc:
         raise _load_failure(
             f"{where}: auto_complete_config() raised {describe_exception(exc, version_dir)}", exc
         ) from None
@@ -321,7 +450,7 @@ def _import_model(context: ModelContext, path: Path) -> _LoadedVersion:
             module = importlib.util.module_from_spec(spec)
             sys.modules[module_name] = module
             spec.loader.exec_module(module)
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:
             sys.modules.pop(module_name, None)
             sys.path.remove(path_entry)
             raise _load_failure(

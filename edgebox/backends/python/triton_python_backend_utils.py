@@ -7,7 +7,10 @@ error behaviour follow Triton's python backend
 (https://github.com/triton-inference-server/python_backend#usage), with two
 differences that come from running in-process: tensors are the request's own
 numpy arrays (no shared-memory copy), and decoupled models (response senders)
-are refused at load time.
+are refused at load time. An input array another consumer also reads (an
+ensemble's sibling step, a BLS caller) arrives read-only from edgebox and is
+handed to the model as a copy, so a model may write into its inputs, as it may
+under Triton, without changing what anyone else sees.
 
 BLS calls (``InferenceRequest(...).exec()``) go through the one infer function
 the daemon hands the python backend; every model in the process shares it.
@@ -153,13 +156,14 @@ _EDGEBOX_CODE_BY_TRITON = {
     TritonError.UNAVAILABLE: ErrorCode.UNAVAILABLE,
     TritonError.UNSUPPORTED: ErrorCode.UNSUPPORTED,
     TritonError.ALREADY_EXISTS: ErrorCode.ALREADY_EXISTS,
+    TritonError.CANCELLED: ErrorCode.CANCELLED,
 }
 _TRITON_CODE_BY_EDGEBOX = {value: key for key, value in _EDGEBOX_CODE_BY_TRITON.items()}
 _TRITON_CODE_BY_EDGEBOX[ErrorCode.INTERNAL] = TritonError.INTERNAL
 
 
 def _edgebox_code(code: int) -> ErrorCode:
-    """UNKNOWN, CANCELLED and anything unexpected become INTERNAL."""
+    """UNKNOWN and anything unexpected become INTERNAL."""
     return _EDGEBOX_CODE_BY_TRITON.get(code, ErrorCode.INTERNAL)
 
 
@@ -247,7 +251,18 @@ def _to_edgebox_tensor(tensor: Tensor) -> tensors.Tensor:
 
 
 def _from_edgebox_tensor(tensor: tensors.Tensor) -> Tensor:
-    return Tensor(tensor.name, tensor.data, _TRITON_DTYPE_BY_DATATYPE.get(tensor.datatype))
+    """The array as is when the model may write into it; a read-only one is
+    shared with someone else, so the model gets a copy it may write."""
+    data = tensor.data
+    if not data.flags.writeable:
+        data = data.copy()
+    return Tensor(tensor.name, data, _TRITON_DTYPE_BY_DATATYPE.get(tensor.datatype))
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 # ---------------------------------------------------------------- requests and responses
@@ -317,6 +332,7 @@ class InferenceRequest:
         self._flags = flags
         self._timeout = timeout
         self._parameters = _parameters_dict(parameters)
+        self._is_cancelled: Any = None
 
     @classmethod
     def _wrap(
@@ -335,7 +351,7 @@ class InferenceRequest:
             flags |= TRITONSERVER_REQUEST_FLAG_SEQUENCE_END
         # Triton fills in every output when the client names none.
         requested = [output.name for output in request.outputs] or list(all_output_names)
-        return cls(
+        wrapped = cls(
             model_name=model_name,
             inputs=[_from_edgebox_tensor(tensor) for tensor in request.inputs],
             requested_output_names=requested,
@@ -348,6 +364,8 @@ class InferenceRequest:
                 key: value for key, value in parameters.items() if key not in _RESERVED_PARAMETERS
             },
         )
+        wrapped._is_cancelled = request.is_cancelled
+        return wrapped
 
     def inputs(self) -> list[Tensor]:
         return self._inputs
@@ -378,8 +396,9 @@ class InferenceRequest:
         return self._timeout
 
     def is_cancelled(self) -> bool:
-        """Always False: edgebox does not cancel a request once it runs."""
-        return False
+        """True once the client gave up on this request (closed its connection);
+        a long-running model may check and stop early, as under Triton."""
+        return self._is_cancelled is not None and bool(self._is_cancelled())
 
     def set_release_flags(self, flags: int) -> None:
         if flags != TRITONSERVER_REQUEST_RELEASE_ALL:
@@ -411,7 +430,7 @@ class InferenceRequest:
         inputs = []
         for tensor in self._inputs:
             try:
-                inputs.append(_to_edgebox_tensor(tensor))
+                converted = _to_edgebox_tensor(tensor)
             except ValueError as exc:
                 return InferenceResponse(
                     error=TritonError(
@@ -420,6 +439,9 @@ class InferenceRequest:
                         TritonError.INVALID_ARG,
                     )
                 )
+            # The caller keeps its arrays: a callee that writes gets a copy.
+            converted.data = _read_only(converted.data)
+            inputs.append(converted)
         request = tensors.InferRequest(
             self._model_name,
             inputs=inputs,
