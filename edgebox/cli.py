@@ -78,6 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-verbose", default=keep, help="0 = state changes and problems, 1 = debug"
     )
     serve.add_argument(
+        "--max-warmup-requests", default=keep, help="most warm-up requests per version (1000)"
+    )
+    serve.add_argument(
+        "--max-instances-per-model", default=keep, help="most instances per version (16)"
+    )
+    serve.add_argument(
+        "--max-instances-total", default=keep, help="most instances across all models (64)"
+    )
+    serve.add_argument(
+        "--max-threads-per-instance",
+        default=keep,
+        help="most ONNX Runtime threads per instance (default: the CPU cores)",
+    )
+    serve.add_argument(
         "--python-isolation",
         default=keep,
         help="where python models run unless their config says: in_process (default) or process",

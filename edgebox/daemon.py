@@ -1,5 +1,11 @@
 """The composition root: builds every part, starts them in order, and stops them
-in reverse on SIGTERM (finishing in-flight requests first)."""
+in reverse on SIGTERM (finishing in-flight requests first).
+
+Shutdown wins over any load: the models found at start load on their own
+thread while the main thread waits for them or for SIGTERM, and shutdown first
+cancels every load in progress, so a long warm-up or a slow ``initialize``
+never keeps the daemon past ``exit_timeout_secs``.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from edgebox.backends import BackendCatalog
 from edgebox.dataplane import DataPlane
 from edgebox.devices import gpu_ids
 from edgebox.events import EventBus
+from edgebox.lifecycle.limits import LoadLimits
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.protocol.access_policy import AccessPolicy
@@ -38,6 +45,12 @@ class Daemon:
             BackendCatalog(settings.python_isolation, settings.python_memory_limit_mb),
             infer=lambda request: self.dataplane.infer(request),
             gpu_ids=gpu_ids(),
+            limits=LoadLimits(
+                max_warmup_requests=settings.max_warmup_requests,
+                max_instances_per_model=settings.max_instances_per_model,
+                max_instances_total=settings.max_instances_total,
+                max_threads_per_instance=settings.max_threads_per_instance,
+            ),
         )
         self.dataplane = DataPlane(
             self.registry,
@@ -62,9 +75,13 @@ class Daemon:
         self.streams = StreamManager(settings.streams, self.dataplane, self.bus)
         self.poller: RepositoryPoller | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        """Set by a stop request or by the end of the initial load."""
+        self._initial_load_error: BaseException | None = None
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()
+        self._wake.set()
 
     def run(self) -> int:
         settings = self.settings
@@ -72,11 +89,15 @@ class Daemon:
         log.info("HTTP service listening on %s:%d", settings.host, port)
         log.info("HTTP access: %s", self.access.describe())
         mode = settings.model_control_mode
-        if mode == "explicit":
-            names = list(settings.load_model)
-            self.manager.load_models(None if "*" in names else names)
-        else:
-            self.manager.load_models()
+        loader = threading.Thread(target=self._load_initial, name="initial-load", daemon=True)
+        loader.start()
+        self._wake.wait()
+        if self._stop.is_set():
+            log.info("stop requested while loading the models")
+            self.shutdown()
+            return 0
+        if self._initial_load_error is not None:
+            raise self._initial_load_error
         if mode == "poll":
             self.poller = RepositoryPoller(
                 self.manager, settings.model_repository, settings.repository_poll_secs
@@ -98,6 +119,21 @@ class Daemon:
         self.shutdown()
         return 0
 
+    def _load_initial(self) -> None:
+        """The initial-load thread: what the control mode loads at start. A
+        daemon thread, so a load stuck in a backend cannot keep the process
+        alive after shutdown."""
+        try:
+            if self.settings.model_control_mode == "explicit":
+                names = list(self.settings.load_model)
+                self.manager.load_models(None if "*" in names else names)
+            else:
+                self.manager.load_models()
+        except BaseException as exc:
+            self._initial_load_error = exc
+        finally:
+            self._wake.set()
+
     def healthy(self) -> bool:
         """What the systemd watchdog vouches for: requests are still accepted and
         (in poll mode) the repository is still followed."""
@@ -105,19 +141,21 @@ class Daemon:
         return self.http.accepting and poller_ok
 
     def shutdown(self) -> None:
-        """Stop within ``exit_timeout_secs`` in all: streams stop first (their
-        frame in flight finishes), then in-flight requests finish, then models
-        are unloaded (python models' ``finalize`` runs)."""
+        """Stop within ``exit_timeout_secs`` in all: loads in progress are
+        cancelled, streams stop (their frame in flight finishes), then in-flight
+        requests finish, then models are unloaded (python models' ``finalize``
+        runs)."""
         log.info("shutting down: finishing in-flight requests")
         notify("STOPPING=1")
         deadline = time.monotonic() + self.settings.exit_timeout_secs
+        self.manager.stop_loading()
         # Streams get at most half the budget, so a camera read that hangs
         # cannot take the time HTTP requests need to finish.
         if not self.streams.stop(self.settings.exit_timeout_secs / 2):
             log.warning("a stream did not stop in time; continuing the shutdown")
         self.dataplane.mark_stopping()
         if self.poller is not None:
-            self.poller.stop()
+            self.poller.stop(max(0.0, deadline - time.monotonic()))
         self.http.stop(max(0.0, deadline - time.monotonic()))
         if not self.manager.unload_all(max(0.0, deadline - time.monotonic())):
             log.warning("exit timeout reached with requests still running; exiting anyway")

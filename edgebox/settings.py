@@ -20,6 +20,12 @@ from typing import Any
 import yaml
 
 from edgebox.errors import EdgeboxError
+from edgebox.lifecycle.limits import (
+    DEFAULT_MAX_INSTANCES_PER_MODEL,
+    DEFAULT_MAX_INSTANCES_TOTAL,
+    DEFAULT_MAX_WARMUP_REQUESTS,
+    default_max_threads_per_instance,
+)
 from edgebox.protocol.access_policy import parse_restrictions, read_api_key
 from edgebox.streams.source_spec import parse_source
 
@@ -89,9 +95,27 @@ class Settings:
     """Report ready only while every model has a ready version (Triton's default
     is true; an appliance with one broken model should still take traffic)."""
     exit_timeout_secs: float = 30.0
-    """How long shutdown waits for in-flight requests."""
+    """How long shutdown waits for in-flight requests and model loads in
+    progress, in all; a load still inside a backend at the deadline (a python
+    ``initialize`` that does not return) is left behind."""
     log_verbose: int = 0
     """0 logs state changes and problems; 1 adds debug detail."""
+    max_warmup_requests: int = DEFAULT_MAX_WARMUP_REQUESTS
+    """Most ``model_warmup`` requests one version runs (the sum of every
+    entry's ``count``); a config asking for more is refused at load."""
+    max_instances_per_model: int = DEFAULT_MAX_INSTANCES_PER_MODEL
+    """Most instances one version's ``instance_group`` may create; a config
+    asking for more is refused at load, never clamped."""
+    max_instances_total: int = DEFAULT_MAX_INSTANCES_TOTAL
+    """Most instances alive across every loaded version; a load that would go
+    over is refused until others unload (a reload does not count the versions
+    it replaces)."""
+    max_threads_per_instance: int = dataclasses.field(
+        default_factory=default_max_threads_per_instance
+    )
+    """Most threads an ONNX Runtime instance may ask for in
+    ``intra_op_thread_count`` or ``inter_op_thread_count``; default: the CPU
+    cores."""
     python_isolation: str = "in_process"
     """Where python models whose ``config.pbtxt`` has no ``EDGEBOX_ISOLATION``
     parameter run: ``in_process`` (in the daemon, fastest) or ``process`` (a
@@ -267,6 +291,15 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
         )
     if settings.python_memory_limit_mb < 0:
         raise fail("python_memory_limit_mb", f"must be >= 0, got {settings.python_memory_limit_mb}")
+    for key in _LOAD_LIMITS:
+        if getattr(settings, key) < 1:
+            raise fail(key, f"must be >= 1, got {getattr(settings, key)}")
+    if settings.max_instances_per_model > settings.max_instances_total:
+        raise fail(
+            "max_instances_per_model",
+            f"must be <= max_instances_total ({settings.max_instances_total}), "
+            f"got {settings.max_instances_per_model}",
+        )
     if settings.api_key_file is not None:
         try:
             read_api_key(settings.api_key_file)
@@ -274,6 +307,12 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
             raise fail("api_key_file", str(exc)) from None
 
 
+_LOAD_LIMITS = (
+    "max_warmup_requests",
+    "max_instances_per_model",
+    "max_instances_total",
+    "max_threads_per_instance",
+)
 _RESTRICTION_GROUPS = ("http_restricted_api", "grpc_restricted_protocol")
 
 

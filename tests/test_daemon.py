@@ -4,12 +4,16 @@ over a datagram socket the test owns, and what the watchdog vouches for."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from pathlib import Path
 
+from daemon_process import wait_for
 from edgebox.daemon import Daemon
+from edgebox.lifecycle.states import ModelState, VersionStatus
 from edgebox.settings import Settings
-from model_fixtures import add_add_sub
+from fakes import blocking_gate
+from model_fixtures import PYTHON_XY_CONFIG, add_add_sub, write_model
 
 
 def receive_until(sock: socket.socket, wanted: str, timeout_s: float = 30) -> list[str]:
@@ -52,3 +56,61 @@ def test_watchdog_health_follows_the_accept_loop(tmp_path: Path):
     assert daemon.healthy()
     daemon.http.stop(1)
     assert not daemon.healthy()
+
+
+SLOW_INITIALIZE = """
+import triton_python_backend_utils as pb_utils
+from fakes import blocking_gate
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        blocking_gate.entered.set()
+        blocking_gate.release.wait(30)
+
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(
+                output_tensors=[pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]
+            )
+            for r in requests
+        ]
+"""
+
+
+def test_stop_during_a_slow_initial_load_returns_within_the_exit_timeout(tmp_path: Path):
+    blocking_gate.reset()
+    write_model(
+        tmp_path, "slow", PYTHON_XY_CONFIG.format(name="slow"), {"1/model.py": SLOW_INITIALIZE}
+    )
+    settings = Settings(
+        model_repository=tmp_path,
+        model_control_mode="none",
+        host="127.0.0.1",
+        http_port=0,
+        exit_timeout_secs=1,
+    )
+    daemon = Daemon(settings)
+    result: dict = {}
+    runner = threading.Thread(target=lambda: result.update(code=daemon.run()), name="daemon")
+    runner.start()
+    try:
+        assert blocking_gate.entered.wait(10), "the model's initialize never ran"
+        started = time.monotonic()
+        daemon.request_stop()
+        runner.join(5)
+        assert not runner.is_alive(), "run() waited for the slow load to finish"
+        assert result == {"code": 0}
+        assert time.monotonic() - started < 3
+        assert not daemon.http.accepting
+    finally:
+        blocking_gate.release.set()
+        runner.join(10)
+    wait_for(
+        lambda: daemon.registry.statuses("slow")[1].state is ModelState.UNAVAILABLE,
+        10,
+        what="the abandoned load to end",
+    )
+    assert daemon.registry.statuses("slow")[1] == VersionStatus(
+        ModelState.UNAVAILABLE, "model 'slow' version 1: load cancelled: server shutting down"
+    )

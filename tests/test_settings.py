@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import inspect
 import itertools
+import os
 from pathlib import Path
 
 import pytest
@@ -262,6 +263,35 @@ def test_negative_python_memory_limit_is_refused() -> None:
 def test_zero_poll_interval_is_refused() -> None:
     assert settings_error(environ={"EDGEBOX_REPOSITORY_POLL_SECS": "0"}) == (
         "setting 'repository_poll_secs' (EDGEBOX_REPOSITORY_POLL_SECS): must be > 0, got 0.0"
+    )
+
+
+def test_load_limits_default_to_sane_caps() -> None:
+    loaded = load_settings({}, environ={})
+    assert (loaded.max_warmup_requests, loaded.max_instances_per_model) == (1000, 16)
+    assert loaded.max_instances_total == 64
+    assert loaded.max_threads_per_instance == (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "max_warmup_requests",
+        "max_instances_per_model",
+        "max_instances_total",
+        "max_threads_per_instance",
+    ],
+)
+def test_load_limits_below_one_are_refused(key: str) -> None:
+    assert settings_error(environ={f"EDGEBOX_{key.upper()}": "0"}) == (
+        f"setting '{key}' (EDGEBOX_{key.upper()}): must be >= 1, got 0"
+    )
+
+
+def test_per_model_instances_cannot_exceed_the_total() -> None:
+    assert settings_error(flags={"max_instances_per_model": "65"}) == (
+        "setting 'max_instances_per_model' (--max-instances-per-model): must be <= "
+        "max_instances_total (64), got 65"
     )
 
 

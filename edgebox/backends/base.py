@@ -64,6 +64,9 @@ class ModelContext:
     infer: InferFunction | None = None
     notes: list[str] = field(default_factory=list)
     """Facts the backend wants shown with the model (e.g. "CUDA EP absent, running on CPU")."""
+    max_threads_per_instance: int | None = None
+    """The daemon's ``max_threads_per_instance``: a config asking one instance
+    for more threads is refused, never clamped. None: no limit (tools, tests)."""
     health: Callable[[bool, str], None] | None = None
     """Set by the lifecycle manager once the version is built. A backend whose
     instances can fail and recover while loaded (an isolated python model's

@@ -65,6 +65,11 @@ _CONFIG_TYPE_BY_ORT = {
     "tensor(bfloat16)": "TYPE_BF16",
 }
 _GRAPH_LEVELS = {-1: "ORT_ENABLE_BASIC", 1: "ORT_ENABLE_EXTENDED", 2: "ORT_DISABLE_ALL"}
+_THREAD_COUNTS = {
+    "intra_op_thread_count": "intra_op_num_threads",
+    "inter_op_thread_count": "inter_op_num_threads",
+}
+"""Config parameter -> SessionOptions attribute."""
 _SESSION_ENTRY_DEFAULTS = {
     "session.intra_op.allow_spinning": "0",
     "session.inter_op.allow_spinning": "0",
@@ -253,10 +258,10 @@ def _session_options(ort, context: base.ModelContext):
                 f"{context.where}: parameter '{key}' must be an integer, got '{params[key]}'"
             ) from None
 
-    if (value := int_param("intra_op_thread_count")) is not None:
-        options.intra_op_num_threads = value
-    if (value := int_param("inter_op_thread_count")) is not None:
-        options.inter_op_num_threads = value
+    for key, option in _THREAD_COUNTS.items():
+        if (value := int_param(key)) is not None:
+            _check_thread_count(context, key, value)
+            setattr(options, option, value)
     if (value := int_param("execution_mode")) is not None:
         options.execution_mode = (
             ort.ExecutionMode.ORT_PARALLEL if value == 1 else ort.ExecutionMode.ORT_SEQUENTIAL
@@ -291,6 +296,23 @@ def _model_file(context: base.ModelContext):
     return model_file_inside(
         context.model_dir, context.version_dir, context.config.default_model_filename, context.where
     )
+
+
+def _check_thread_count(context: base.ModelContext, key: str, value: int) -> None:
+    """Each thread count is held to ``max_threads_per_instance``: one config
+    asking for 800 threads must not get them. 0 is ONNX Runtime's default (one
+    per physical core), within the limit by construction."""
+    if value < 0:
+        raise InvalidArgument(
+            f"{context.where}: parameter '{key}' must be >= 0 (0: ONNX Runtime's default), "
+            f"got {value}"
+        )
+    most = context.max_threads_per_instance
+    if most is not None and value > most:
+        raise InvalidArgument(
+            f"{context.where}: parameter '{key}' is {value}, more than the {most} threads "
+            "allowed per instance (setting 'max_threads_per_instance')"
+        )
 
 
 def _providers_for(ort, context: base.ModelContext, instance: base.InstanceSpec) -> list:

@@ -1,6 +1,7 @@
 """Ensembles depend on their steps' models: load those first, and refuse an
-ensemble whose steps are missing or which (through nested ensembles) contains
-itself."""
+ensemble whose steps reach itself, directly or through other ensembles. Such a
+graph would never finish a request (each step calls the ensemble again), so it
+is refused when it is loaded, never discovered by a client's request."""
 
 from __future__ import annotations
 
@@ -11,6 +12,44 @@ def composing_models(config) -> list[str]:
     if config is None or config.platform != "ensemble":
         return []
     return [step.model_name for step in config.ensemble_scheduling.step]
+
+
+def cycle_reason(cycle: list[str]) -> str:
+    """The reason an ensemble on ``cycle`` (first and last entries the same
+    model) cannot load: "ensemble 'a': steps form a cycle 'a' -> 'b' -> 'a'"."""
+    chain = " -> ".join(f"'{name}'" for name in cycle)
+    return f"ensemble '{cycle[0]}': steps form a cycle {chain}"
+
+
+def find_cycle(name: str, config, configs: Mapping[str, object | None]) -> list[str] | None:
+    """The path by which ``name``, given ``config``, reaches itself through the
+    other models' ``configs`` (``configs`` may hold an older config of ``name``:
+    ``config`` replaces it), e.g. ``["a", "b", "a"]``; None if it does not.
+
+    Only cycles through ``name`` count: one among other models is theirs to
+    report. Iterative, so a long chain of ensembles cannot exhaust the stack.
+    """
+
+    def steps_of(model: str) -> list[str]:
+        return composing_models(config if model == name else configs.get(model))
+
+    path = [name]
+    pending = [iter(steps_of(name))]
+    visited = {name}
+    while pending:
+        step = next(pending[-1], None)
+        if step is None:
+            pending.pop()
+            path.pop()
+            continue
+        if step == name:
+            return [*path, name]
+        if step in visited:
+            continue
+        visited.add(step)
+        path.append(step)
+        pending.append(iter(steps_of(step)))
+    return None
 
 
 def load_order(configs: Mapping[str, object | None]) -> tuple[list[str], dict[str, str]]:
@@ -24,10 +63,10 @@ def load_order(configs: Mapping[str, object | None]) -> tuple[list[str], dict[st
         if state.get(name) == 2:
             return
         if state.get(name) == 1:
-            cycle = [*path[path.index(name) :], name]
-            text = " -> ".join(f"'{n}'" for n in cycle)
-            for member in cycle:
-                cyclic.setdefault(member, f"ensemble dependency cycle: {text}")
+            cycle = path[path.index(name) :]
+            for index, member in enumerate(cycle):
+                rotated = [*cycle[index:], *cycle[:index], member]
+                cyclic.setdefault(member, cycle_reason(rotated))
             return
         state[name] = 1
         for dependency in composing_models(configs.get(name)):

@@ -4,19 +4,24 @@ arenas, CUDA kernels, TensorRT tactic caches).
 
 Warm-up requests go through the version's own scheduler, validated like a
 client's. A warm-up that fails makes the version UNAVAILABLE with the reason;
-what served before keeps serving. Statistics start from zero afterwards, so
-warm-up runs are not counted as inferences.
+what served before keeps serving. Warm-up is bounded (``max_warmup_requests``
+in all, refused before any runs) and cancellable between requests, so neither
+a huge ``count`` nor a slow model can hold up an unload or shutdown.
+Statistics start from zero afterwards, so warm-up runs are not counted as
+inferences.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_configuration.md#model-warmup
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2
 
-from edgebox.errors import EdgeboxError, Unavailable
+from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
+from edgebox.lifecycle.limits import warmup_request_count
 from edgebox.repository import contained_path
 from edgebox.repository.contained_path import FileTooLarge, read_regular_file, resolve_inside
 from edgebox.scheduling.scheduler import Scheduler
@@ -37,25 +42,52 @@ MAX_BYTES_FILE = 64 * 1024 * 1024
 
 
 def run_warmup(
-    scheduler: Scheduler, config, signature: ModelSignature, model_dir: Path, where: str
+    scheduler: Scheduler,
+    config,
+    signature: ModelSignature,
+    model_dir: Path,
+    where: str,
+    max_requests: int | None = None,
+    cancelled: Callable[[], str] = lambda: "",
 ) -> int:
-    """Run every warm-up entry ``count`` times; returns how many requests ran."""
+    """Run every warm-up entry ``count`` times on the loading thread; returns
+    how many requests ran.
+
+    More than ``max_requests`` in all is refused before any runs. Before each
+    request ``cancelled()`` is asked: a reason (an unload of the model, the
+    server shutting down) stops the warm-up there with Unavailable, so a long
+    warm-up never holds up either; the request already running finishes.
+    """
+    total = warmup_request_count(config)
+    if max_requests is not None and total > max_requests:
+        raise InvalidArgument(
+            f"{where}: model_warmup asks for {total} requests in all (the sum of every "
+            f"entry's count), more than the {max_requests} allowed (setting 'max_warmup_requests')"
+        )
     runs = 0
     for warmup in config.model_warmup:
         label = f"{where}: warmup '{warmup.name}'"
         try:
             request = _request(warmup, config, signature, model_dir, label)
             signature.check_request(request, label)
-            for _ in range(max(warmup.count, 1)):
-                scheduler.infer(request)
-                runs += 1
         except EdgeboxError as exc:
-            message = str(exc)
-            raise Unavailable(
-                message if message.startswith(label) else f"{label} failed: {message}"
-            ) from None
+            raise _failed(label, exc) from None
+        for _ in range(max(warmup.count, 1)):
+            reason = cancelled()
+            if reason:
+                raise Unavailable(f"{label} stopped after {runs} of {total} requests: {reason}")
+            try:
+                scheduler.infer(request)
+            except EdgeboxError as exc:
+                raise _failed(label, exc) from None
+            runs += 1
     scheduler.statistics = ModelStatistics()
     return runs
+
+
+def _failed(label: str, exc: EdgeboxError) -> Unavailable:
+    message = str(exc)
+    return Unavailable(message if message.startswith(label) else f"{label} failed: {message}")
 
 
 def _request(

@@ -14,18 +14,23 @@ writes into its input (as Triton lets it) writes into its own copy (see the
 python backend) and never into a sibling's data. Steps inherit the request's
 cancellation, and once the client gave up no further step starts (Triton
 checks between steps too).
+
+The lifecycle refuses ensembles whose steps reach themselves; as a second line,
+ensembles nested more than ``MAX_NESTING`` deep fail the request rather than
+recurse without end, and a failed graph cancels its branches not yet started.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/ensemble_models.md
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextvars
 import time
 
 import numpy as np
 
 from edgebox.backends.base import InferFunction
-from edgebox.errors import Cancelled, EdgeboxError
+from edgebox.errors import Cancelled, EdgeboxError, Unavailable
 from edgebox.scheduling.direct import finish_response
 from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
@@ -34,6 +39,13 @@ from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor
 _BRANCH_POOL = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="ensemble-branch")
 """Threads for parallel branches only; a waiting ensemble takes back any branch
 not yet started and runs it itself, so nested ensembles cannot starve the pool."""
+
+MAX_NESTING = 16
+"""Ensembles inside ensembles, the outermost counted as 1. Deeper means a step
+reaches its own ensemble again (a cycle the lifecycle should have refused)."""
+_nesting: contextvars.ContextVar[int] = contextvars.ContextVar("ensemble_nesting", default=0)
+"""How deep the current thread's request is; branches on the pool carry it
+along (each runs in a copy of its submitter's context)."""
 
 
 class _Step:
@@ -68,6 +80,14 @@ class EnsembleScheduler:
 
     def infer(self, request: InferRequest) -> InferResponse:
         start = time.perf_counter_ns()
+        depth = _nesting.get() + 1
+        if depth > MAX_NESTING:
+            self.statistics.record_request(False, time.perf_counter_ns() - start)
+            raise Unavailable(
+                f"{self._where}: ensembles nested more than {MAX_NESTING} deep "
+                "(does a step call the ensemble itself?)"
+            )
+        token = _nesting.set(depth)
         try:
             tensors = self._run_graph(request)
             outputs = [
@@ -80,6 +100,8 @@ class EnsembleScheduler:
         except EdgeboxError:
             self.statistics.record_request(False, time.perf_counter_ns() - start)
             raise
+        finally:
+            _nesting.reset(token)
         elapsed = time.perf_counter_ns() - start
         batch = (
             request.inputs[0].data.shape[0]
@@ -97,6 +119,21 @@ class EnsembleScheduler:
         tensors: dict[str, Tensor] = {t.name: t for t in request.inputs}
         pending = list(self._steps)
         running: dict[cf.Future, _Step] = {}
+        try:
+            self._run_ready_steps(request, tensors, pending, running)
+        except BaseException:
+            for future in running:
+                future.cancel()
+            raise
+        return tensors
+
+    def _run_ready_steps(
+        self,
+        request: InferRequest,
+        tensors: dict[str, Tensor],
+        pending: list[_Step],
+        running: dict[cf.Future, _Step],
+    ) -> None:
         while pending or running:
             ready = [s for s in pending if all(t in tensors for t in s.inputs.values())]
             for step in ready:
@@ -105,7 +142,9 @@ class EnsembleScheduler:
                 names = ", ".join(f"'{s.model_name}'" for s in pending)
                 raise EdgeboxError(f"{self._where}: steps {names} can never run: inputs missing")
             for step in ready[1:]:
-                running[_BRANCH_POOL.submit(self._run_step, step, tensors, request)] = step
+                context = contextvars.copy_context()
+                future = _BRANCH_POOL.submit(context.run, self._run_step, step, tensors, request)
+                running[future] = step
             if ready:
                 tensors.update(self._run_step(ready[0], tensors, request))
             else:
@@ -113,7 +152,6 @@ class EnsembleScheduler:
             for future in [f for f in running if f.done()]:
                 running.pop(future)
                 tensors.update(future.result())
-        return tensors
 
     def _wait_for_branch(self, running: dict, tensors: dict, request: InferRequest) -> None:
         for future, step in list(running.items()):

@@ -9,10 +9,12 @@ import threading
 
 import numpy as np
 import pytest
+from google.protobuf import json_format, text_format
 
 from daemon_process import wait_for
-from edgebox.errors import EdgeboxError, Unavailable
-from edgebox.lifecycle.states import ModelState
+from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
+from edgebox.lifecycle.states import ModelState, VersionStatus
+from edgebox.repository.config import ModelConfig
 from fakes import blocking_gate
 from model_fixtures import PYTHON_XY_CONFIG, add_add_sub, write_model
 
@@ -199,7 +201,7 @@ def test_ensemble_dependencies_load_first_and_cycles_are_refused(tmp_path, stack
     np.testing.assert_array_equal(response.outputs[0].data, [2.0, 4.0])
     assert (
         stack.registry.statuses("loop_a")[None].reason
-        == "ensemble dependency cycle: 'loop_a' -> 'loop_b' -> 'loop_a'"
+        == "ensemble 'loop_a': steps form a cycle 'loop_a' -> 'loop_b' -> 'loop_a'"
     )
 
 
@@ -282,3 +284,147 @@ def test_a_failed_version_is_retried_only_when_its_files_change(tmp_path, stack)
     (tmp_path / "multi" / "3" / "model.py").write_text(textwrap.dedent(ECHO))
     stack.manager.load_model("multi")
     assert stack.registry.is_ready("multi", "3")
+
+
+def _ensemble(name: str, step: str) -> str:
+    return f"""
+        name: "{name}"
+        platform: "ensemble"
+        input [ {{ name: "IN" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+        output [ {{ name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+        ensemble_scheduling {{ step [ {{ model_name: "{step}" model_version: -1
+            input_map {{ key: "{'X' if step == 'echo' else 'IN'}" value: "IN" }}
+            output_map {{ key: "{'Y' if step == 'echo' else 'OUT'}" value: "OUT" }} }} ] }}
+        """
+
+
+def _override(text: str) -> dict:
+    config = text_format.Parse(textwrap.dedent(text), ModelConfig())
+    return {"config": json_format.MessageToJson(config)}
+
+
+def _serving_pipeline(tmp_path, stack) -> None:
+    """'echo' (python), 'inner' -> echo, 'outer' -> inner, all serving."""
+    write_model(tmp_path, "echo", PYTHON_XY_CONFIG.format(name="echo"), {"1/model.py": ECHO})
+    write_model(tmp_path, "inner", _ensemble("inner", "echo"), {"1/.keep": ""})
+    write_model(tmp_path, "outer", _ensemble("outer", "inner"), {"1/.keep": ""})
+    stack.manager.load_models()
+    np.testing.assert_array_equal(stack.infer("outer", input_name="IN").outputs[0].data, [2.0, 4.0])
+
+
+def _unchanged(stack, name: str, before) -> None:
+    assert stack.registry.statuses(name) == before
+    np.testing.assert_array_equal(stack.infer(name, input_name="IN").outputs[0].data, [2.0, 4.0])
+
+
+def test_ensemble_override_whose_step_is_itself_is_refused_and_changes_nothing(tmp_path, stack):
+    _serving_pipeline(tmp_path, stack)
+    before = stack.registry.statuses("inner")
+    with pytest.raises(InvalidArgument) as info:
+        stack.dataplane.load_model("inner", _override(_ensemble("inner", "inner")))
+    assert str(info.value) == "ensemble 'inner': steps form a cycle 'inner' -> 'inner'"
+    _unchanged(stack, "inner", before)
+    assert stack.manager.config_of("inner").ensemble_scheduling.step[0].model_name == "echo"
+
+
+def test_ensemble_override_reaching_itself_through_another_ensemble_is_refused(tmp_path, stack):
+    _serving_pipeline(tmp_path, stack)
+    before = stack.registry.statuses("inner")
+    with pytest.raises(InvalidArgument) as info:
+        stack.dataplane.load_model("inner", _override(_ensemble("inner", "outer")))
+    assert str(info.value) == "ensemble 'inner': steps form a cycle 'inner' -> 'outer' -> 'inner'"
+    _unchanged(stack, "inner", before)
+    _unchanged(stack, "outer", stack.registry.statuses("outer"))
+
+
+def test_ensemble_edited_on_disk_into_a_cycle_is_unavailable_and_the_old_one_serves(tmp_path, stack):
+    _serving_pipeline(tmp_path, stack)
+    write_model(tmp_path, "inner", _ensemble("inner", "outer"))
+    with pytest.raises(InvalidArgument):
+        stack.manager.load_model("inner")
+    reason = "ensemble 'inner': steps form a cycle 'inner' -> 'outer' -> 'inner'"
+    assert stack.registry.statuses("inner")[None] == VersionStatus(ModelState.UNAVAILABLE, reason)
+    np.testing.assert_array_equal(stack.infer("outer", input_name="IN").outputs[0].data, [2.0, 4.0])
+
+
+GROUPS = "instance_group [ {{ kind: KIND_CPU count: {count} }} ]\n"
+
+
+def _python_model(tmp_path, name: str, instances: int, versions: tuple[int, ...] = (1,)) -> None:
+    write_model(
+        tmp_path,
+        name,
+        PYTHON_XY_CONFIG.format(name=name) + GROUPS.format(count=instances),
+        {f"{version}/model.py": ECHO for version in versions},
+    )
+
+
+def test_instances_over_the_per_model_cap_are_refused(tmp_path, limited_stack):
+    stack = limited_stack(max_instances_per_model=2)
+    _python_model(tmp_path, "many", 3)
+    expected = (
+        "model 'many': instance_group asks for 3 instances, more than the 2 allowed per model "
+        "(setting 'max_instances_per_model')"
+    )
+    with pytest.raises(InvalidArgument) as info:
+        stack.manager.load_model("many")
+    assert str(info.value) == expected
+    assert stack.registry.statuses("many") == {None: VersionStatus(ModelState.UNAVAILABLE, expected)}
+
+
+def test_instance_override_over_the_cap_is_refused_before_counting_them(tmp_path, limited_stack):
+    stack = limited_stack()
+    _python_model(tmp_path, "many", 1)
+    stack.manager.load_model("many")
+    override = _override(PYTHON_XY_CONFIG.format(name="many") + GROUPS.format(count=10**9))
+    with pytest.raises(InvalidArgument, match=r"^model 'many': instance_group asks for 1000000000 "):
+        stack.dataplane.load_model("many", override)
+    assert stack.registry.statuses("many") == {1: VersionStatus(ModelState.READY)}
+
+
+def test_instances_over_the_total_cap_wait_for_others_to_close(tmp_path, limited_stack):
+    stack = limited_stack(max_instances_total=3)
+    _python_model(tmp_path, "first", 2)
+    _python_model(tmp_path, "second", 2)
+    stack.manager.load_model("first")
+    with pytest.raises(Unavailable):
+        stack.manager.load_model("second")
+    assert stack.registry.statuses("second")[1].reason == (
+        "model 'second' version 1: instance_group asks for 2 instances, but 2 of the 3 allowed "
+        "in all are in use (setting 'max_instances_total')"
+    )
+    stack.manager.unload_model("first")
+    assert stack.manager.wait_retired(10)
+    stack.dataplane.load_model("second")
+    assert stack.registry.is_ready("second")
+
+
+def test_a_reload_does_not_count_the_versions_it_replaces(tmp_path, limited_stack):
+    stack = limited_stack(max_instances_total=3)
+    _python_model(tmp_path, "big", 2)
+    stack.manager.load_model("big")
+    _python_model(tmp_path, "big", 2, versions=(2,))
+    stack.manager.load_model("big")
+    assert stack.infer("big").model_version == "2"
+    assert stack.manager.wait_retired(10)
+    _python_model(tmp_path, "small", 1)
+    stack.manager.load_model("small")
+    _python_model(tmp_path, "other", 1)
+    with pytest.raises(Unavailable, match="but 3 of the 3 allowed in all are in use"):
+        stack.manager.load_model("other")
+
+
+def test_onnx_thread_counts_over_the_cap_are_refused(tmp_path, limited_stack):
+    stack = limited_stack(max_threads_per_instance=2)
+    model_dir = add_add_sub(tmp_path, "threads")
+    config = model_dir / "config.pbtxt"
+    config.write_text(
+        config.read_text()
+        + 'parameters { key: "inter_op_thread_count" value: { string_value: "3" } }\n'
+    )
+    with pytest.raises(Unavailable):
+        stack.manager.load_model("threads")
+    assert stack.registry.statuses("threads")[1].reason == (
+        "model 'threads' version 1: parameter 'inter_op_thread_count' is 3, more than the 2 "
+        "threads allowed per instance (setting 'max_threads_per_instance')"
+    )

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
+from google.protobuf import json_format, text_format
 
-from edgebox.errors import EdgeboxError
-from edgebox.lifecycle.states import ModelState
-from fakes import execute_counter
+from daemon_process import wait_for
+from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
+from edgebox.lifecycle.states import ModelState, VersionStatus
+from edgebox.repository.config import ModelConfig
+from fakes import blocking_gate, execute_counter
 from model_fixtures import write_model
 
 COUNTING_MODEL = """
@@ -101,6 +107,157 @@ def _request(name, rows):
     from edgebox.tensors import InferRequest, Tensor
 
     return InferRequest(name, [Tensor("X", "FP32", np.asarray(rows, dtype=np.float32))])
+
+
+GATED_MODEL = """
+import triton_python_backend_utils as pb_utils
+from fakes import blocking_gate, execute_counter
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.name = args["model_name"]
+
+    def execute(self, requests):
+        execute_counter.requests_seen[self.name] += len(requests)
+        blocking_gate.entered.set()
+        assert blocking_gate.release.wait(10), "test never released the gate"
+        return [
+            pb_utils.InferenceResponse(
+                output_tensors=[pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]
+            )
+            for r in requests
+        ]
+"""
+
+LONG_WARMUP = """
+    model_warmup [ { name: "w" batch_size: 1 count: 500
+                     inputs { key: "X" value: { data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } } } ]"""
+
+
+def test_warmup_over_the_request_cap_is_refused_before_any_request_runs(tmp_path, limited_stack):
+    stack = limited_stack(max_warmup_requests=5)
+    model(tmp_path, "greedy", """
+        model_warmup [
+          { name: "a" batch_size: 1 count: 4
+            inputs { key: "X" value: { data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } } },
+          { name: "b" batch_size: 1 count: 2
+            inputs { key: "X" value: { data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } } } ]""")
+    with pytest.raises(InvalidArgument) as info:
+        stack.manager.load_model("greedy")
+    expected = (
+        "model 'greedy': model_warmup asks for 6 requests in all (the sum of every entry's "
+        "count), more than the 5 allowed (setting 'max_warmup_requests')"
+    )
+    assert str(info.value) == expected
+    assert execute_counter.requests_seen["greedy"] == 0
+    status = stack.registry.statuses("greedy")[None]
+    assert (status.state, status.reason) == (ModelState.UNAVAILABLE, expected)
+
+
+def test_warmup_override_over_the_cap_is_refused_and_changes_nothing(tmp_path, limited_stack):
+    stack = limited_stack(max_warmup_requests=5)
+    model(tmp_path, "kept", "")
+    stack.manager.load_model("kept")
+    override = text_format.Parse(
+        CONFIG.format(name="kept", warmup=LONG_WARMUP), ModelConfig()
+    )
+    with pytest.raises(InvalidArgument, match=r"^model 'kept': model_warmup asks for 500 "):
+        stack.dataplane.load_model("kept", {"config": json_format.MessageToJson(override)})
+    assert execute_counter.requests_seen["kept"] == 0
+    assert stack.registry.statuses("kept") == {1: VersionStatus(ModelState.READY)}
+    assert not stack.manager.config_of("kept").model_warmup
+
+
+def _load_in_background(stack, name: str) -> tuple[threading.Thread, dict]:
+    outcome: dict = {}
+
+    def load() -> None:
+        try:
+            stack.manager.load_model(name)
+            outcome["loaded"] = True
+        except EdgeboxError as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=load, name=f"load-{name}")
+    thread.start()
+    assert blocking_gate.entered.wait(10), "the warm-up never reached the model"
+    return thread, outcome
+
+
+def _state(stack, name: str) -> ModelState | None:
+    status = stack.registry.statuses(name).get(1)
+    return status.state if status else None
+
+
+def test_unload_stops_a_running_warmup_between_requests(tmp_path, stack):
+    model(tmp_path, "slow_warm", LONG_WARMUP, {"1/model.py": GATED_MODEL})
+    loader, outcome = _load_in_background(stack, "slow_warm")
+    unloader = threading.Thread(target=stack.manager.unload_model, args=("slow_warm",))
+    unloader.start()
+    wait_for(lambda: _state(stack, "slow_warm") is ModelState.UNLOADING, 5, what="UNLOADING")
+    blocking_gate.release.set()
+    unloader.join(10)
+    loader.join(10)
+    expected = "model 'slow_warm' version 1: warmup 'w' stopped after 1 of 500 requests: unloaded"
+    assert str(outcome["error"]) == expected
+    assert execute_counter.requests_seen["slow_warm"] == 1
+    assert stack.registry.statuses("slow_warm")[1] == VersionStatus(ModelState.UNAVAILABLE, expected)
+    assert not stack.registry.is_ready("slow_warm")
+
+
+def test_shutdown_stops_a_running_warmup(tmp_path, stack):
+    model(tmp_path, "slow_warm", LONG_WARMUP, {"1/model.py": GATED_MODEL})
+    loader, outcome = _load_in_background(stack, "slow_warm")
+    done: dict = {}
+    stopper = threading.Thread(
+        target=lambda: done.update(drained=stack.manager.unload_all(timeout_s=10))
+    )
+    stopper.start()
+    wait_for(lambda: _state(stack, "slow_warm") is ModelState.UNLOADING, 5, what="UNLOADING")
+    blocking_gate.release.set()
+    stopper.join(10)
+    loader.join(10)
+    assert done == {"drained": True}
+    assert str(outcome["error"]) == (
+        "model 'slow_warm' version 1: warmup 'w' stopped after 1 of 500 requests: "
+        "server shutting down"
+    )
+    assert execute_counter.requests_seen["slow_warm"] == 1
+    with pytest.raises(Unavailable, match=r"^model 'other': not loaded: server shutting down$"):
+        stack.manager.load_model("other")
+
+
+def test_shutdown_gives_up_on_a_stuck_load_at_its_deadline(tmp_path, stack):
+    model(tmp_path, "stuck", LONG_WARMUP, {"1/model.py": GATED_MODEL})
+    model(tmp_path, "fine", "")
+    stack.manager.load_model("fine")
+    loader, outcome = _load_in_background(stack, "stuck")
+    started = time.monotonic()
+    assert stack.manager.unload_all(timeout_s=0.5) is False
+    assert time.monotonic() - started < 5
+    assert not stack.registry.is_ready("fine"), "the free model was not unloaded"
+    blocking_gate.release.set()
+    loader.join(10)
+    assert str(outcome["error"]).endswith("stopped after 1 of 500 requests: server shutting down")
+    assert not stack.registry.is_ready("stuck"), "a load that ended after shutdown was published"
+
+
+def test_other_models_load_and_unload_while_one_warms_up(tmp_path, stack):
+    model(tmp_path, "slow_warm", LONG_WARMUP, {"1/model.py": GATED_MODEL})
+    model(tmp_path, "quick", "")
+    loader, outcome = _load_in_background(stack, "slow_warm")
+    try:
+        for operation in (stack.manager.load_model, stack.manager.unload_model):
+            worker = threading.Thread(target=operation, args=("quick",))
+            worker.start()
+            worker.join(5)
+            assert not worker.is_alive(), f"{operation.__name__} waited for another model's warm-up"
+    finally:
+        blocking_gate.release.set()
+        loader.join(10)
+    assert outcome == {"loaded": True}
+    assert execute_counter.requests_seen["slow_warm"] == 500
 
 
 # -- warm-up files stay in <model>/warmup and are read only at their expected size

@@ -104,6 +104,67 @@ def test_statistics_count_success_and_failure():
     assert stats["inference_stats"]["fail"]["count"] == 0
 
 
+SELF_CALLING = """
+name: "loop"
+platform: "ensemble"
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]
+ensemble_scheduling { step [
+  { model_name: "loop" input_map { key: "IN" value: "IN" } output_map { key: "OUT" value: "OUT" } }
+] }
+"""
+
+
+def test_an_ensemble_that_reaches_itself_stops_at_the_nesting_limit():
+    calls: list[int] = []
+
+    def infer(request: InferRequest) -> InferResponse:
+        calls.append(1)
+        return scheduler.infer(request)
+
+    scheduler = scheduler_for(SELF_CALLING, infer)
+    with pytest.raises(EdgeboxError) as info:
+        scheduler.infer(request_in([1.0, 2.0]))
+    assert info.value.code is ErrorCode.UNAVAILABLE
+    assert str(info.value).endswith(
+        "ensembles nested more than 16 deep (does a step call the ensemble itself?)"
+    )
+    assert len(calls) == 16
+
+
+FORKED_LOOP = """
+name: "loop"
+platform: "ensemble"
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]
+ensemble_scheduling { step [
+  { model_name: "leaf" input_map { key: "X" value: "IN" } output_map { key: "Y" value: "side" } },
+  { model_name: "loop" input_map { key: "IN" value: "IN" } output_map { key: "OUT" value: "OUT" } }
+] }
+"""
+
+
+def test_the_nesting_limit_follows_branches_onto_the_pool():
+    """The first level's leaf waits until its sibling branch has started, so
+    that branch (and the nesting below it) runs on a pool thread."""
+    loop_calls: list[str] = []
+    sibling_started = threading.Event()
+
+    def infer(request: InferRequest) -> InferResponse:
+        if request.model_name == "leaf":
+            assert sibling_started.wait(5), "the sibling branch never started"
+            return InferResponse("leaf", "1", [Tensor("Y", "FP32", request.input("X").data)])
+        loop_calls.append(threading.current_thread().name)
+        sibling_started.set()
+        return scheduler.infer(request)
+
+    scheduler = scheduler_for(FORKED_LOOP, infer)
+    with pytest.raises(EdgeboxError, match="ensembles nested more than 16 deep"):
+        scheduler.infer(request_in([1.0, 2.0]))
+    assert loop_calls[0].startswith("ensemble-branch")
+    assert len(loop_calls) == 16
+
+
 def test_a_tensor_several_steps_read_reaches_each_of_them_read_only_and_uncopied():
     """'IN' feeds both branches: a step that wrote into it would change what
     its sibling reads, so each gets a read-only view (a python model writes
