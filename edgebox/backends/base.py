@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from edgebox.errors import EdgeboxError, Unavailable
+from edgebox.errors import EdgeboxError
+from edgebox.repository.contained_path import model_file_inside
 from edgebox.tensors import InferRequest, InferResponse
 
 InferFunction = Callable[[InferRequest], InferResponse]
@@ -79,11 +80,15 @@ class ModelContext:
         return f"model '{self.name}' version {self.version}"
 
     def model_file(self) -> Path:
-        """The version's model file; Unavailable when it is missing."""
-        path = self.version_dir / self.config.default_model_filename
-        if not path.exists():
-            raise Unavailable(f"{self.where}: model file '{path}' not found")
-        return path
+        """The version's model file, kept inside the model folder after
+        symlinks (InvalidArgument when it leads out); Unavailable when it is
+        missing. Every backend finds its file here."""
+        return model_file_inside(
+            Path(self.model_dir),
+            Path(self.version_dir),
+            self.config.default_model_filename,
+            self.where,
+        )
 
 
 class Instance(Protocol):

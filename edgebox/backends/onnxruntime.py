@@ -34,7 +34,7 @@ from edgebox.repository.backend_parameters import (
     session_entry_problem,
     tensorrt_accelerator_problems,
 )
-from edgebox.repository.contained_path import model_file_inside, resolve_inside
+from edgebox.repository.contained_path import resolve_inside
 from edgebox.tensors import (
     InferRequest,
     InferResponse,
@@ -95,7 +95,7 @@ class Backend(base.Backend):
 
     def complete_config(self, context: base.ModelContext) -> None:
         ort = _import_onnxruntime()
-        model_path = _model_file(context)
+        model_path = context.model_file()
         session = self._create_session(ort, context, model_path, "CPU", 0)
         self._probe_sessions[(context.name, context.version)] = session
         _complete_and_check(context, session, model_path)
@@ -112,7 +112,7 @@ class Backend(base.Backend):
             session = probe
         else:
             session = self._create_session(
-                ort, context, _model_file(context), instance.kind, instance.device_id
+                ort, context, context.model_file(), instance.kind, instance.device_id
             )
         return OnnxInstance(context, session)
 
@@ -290,12 +290,6 @@ def _session_options(ort, context: base.ModelContext):
             ) from None
     options.log_severity_level = 3
     return options
-
-
-def _model_file(context: base.ModelContext):
-    return model_file_inside(
-        context.model_dir, context.version_dir, context.config.default_model_filename, context.where
-    )
 
 
 def _check_thread_count(context: base.ModelContext, key: str, value: int) -> None:

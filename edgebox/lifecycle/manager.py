@@ -357,7 +357,8 @@ class LifecycleManager:
         check_model_name(name)
         model_dir = self.repository / name
         if not model_dir.is_dir():
-            raise NotFound(f"no model folder '{name}' in repository '{self.repository}'")
+            # The repository's location is the device's business, not a client's.
+            raise NotFound(f"no model folder '{name}' in the model repository")
         try:
             return read_model_config(model_dir)
         except ConfigError as exc:

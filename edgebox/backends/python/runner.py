@@ -52,7 +52,6 @@ from edgebox.backends.python import triton_python_backend_utils as pb_utils
 from edgebox.errors import EdgeboxError, Unavailable, Unsupported
 from edgebox.repository.config import ModelConfig, config_to_dict
 from edgebox.repository.config_rules import check_model_config
-from edgebox.repository.contained_path import model_file_inside
 from edgebox.tensors import InferRequest, InferResponse
 
 try:
@@ -156,12 +155,7 @@ class Backend(base.Backend):
     def _import(self, context: ModelContext) -> _LoadedVersion:
         if context.infer is not None:
             pb_utils._bind_infer_function(context.infer)
-        path = model_file_inside(
-            Path(context.model_dir),
-            Path(context.version_dir),
-            context.config.default_model_filename,
-            context.where,
-        )
+        path = context.model_file()
         loaded = _import_model(context, path)
         with self._lock:
             previous = self._loaded.get(id(context))

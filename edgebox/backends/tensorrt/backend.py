@@ -42,7 +42,6 @@ from edgebox.backends.tensorrt.plugins import load_plugins, plugin_libraries
 from edgebox.backends.tensorrt.profiles import ProfileNameError, allowed_profiles
 from edgebox.backends.tensorrt.trt_logger import tensorrt_logger
 from edgebox.errors import EdgeboxError, Unavailable
-from edgebox.repository.contained_path import model_file_inside
 from edgebox.tensors import config_type_to_datatype
 
 log = logging.getLogger(__name__)
@@ -86,7 +85,7 @@ class Backend(base.Backend):
         self._lock = threading.Lock()
 
     def complete_config(self, context: base.ModelContext) -> None:
-        model_path = _model_file(context)
+        model_path = context.model_file()
         runtimes = self._runtimes()
         self.unload(context)
         config = context.config
@@ -113,7 +112,7 @@ class Backend(base.Backend):
     def load_instance(
         self, context: base.ModelContext, instance: base.InstanceSpec
     ) -> TensorRTInstance:
-        model_path = _model_file(context)
+        model_path = context.model_file()
         runtimes = self._runtimes()
         group = _group_of(context.config, instance.name)
         group_name = group.name if group is not None else instance.name
@@ -224,12 +223,6 @@ class Backend(base.Backend):
         if build_info is not None and (note := device_name_note(build_info, device)):
             notes.append(note)
         return _OpenedEngine(worker, execution, device_id, dla.core, placement, notes)
-
-
-def _model_file(context: base.ModelContext) -> Path:
-    return model_file_inside(
-        context.model_dir, context.version_dir, context.config.default_model_filename, context.where
-    )
 
 
 def _cpu_refused(context: base.ModelContext, group_name: str) -> str:
