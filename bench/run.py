@@ -14,6 +14,8 @@ same daemon and repository) and the time from ``edgebox publish`` to the first
 answer by the new version (``bench/drops.py``, on a poll-mode daemon of its own).
 Then issue 4's stream throughput against the detector alone
 (``bench/stream_fps.py``, in this process, on the demo's ``lane_pipeline``).
+Then issue 9's cost of running python models in a process of their own
+(``bench/isolation.py``, on a daemon of its own).
 
     python bench/run.py                       # full run, about 5 minutes
     python bench/run.py --quick               # smoke run, under a minute
@@ -22,8 +24,9 @@ Then issue 4's stream throughput against the detector alone
     python bench/run.py --server-choice-only
     python bench/run.py --issue3              # only batching and drops, under 2 minutes
     python bench/run.py --only batching,drops # any of: issue2, server-choice, batching, drops,
-                                              # stream
+                                              # stream, isolation
     python bench/run.py --only stream         # only the stream throughput, about 2 minutes
+    python bench/run.py --only isolation      # only python model isolation, about 1.5 minutes
 
 Exits 1 when a target fails (unless ``--no-fail``). Results also go to
 ``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``, the
@@ -51,7 +54,7 @@ for _path in (REPO_ROOT, REPO_ROOT / "tests"):
 
 import tritonclient.http as httpclient  # noqa: E402
 
-from bench import batching, drops, server_choice, stream_fps  # noqa: E402
+from bench import batching, drops, isolation, server_choice, stream_fps  # noqa: E402
 from bench.cpu_time import process_cpu_s  # noqa: E402
 from bench.floors import DirectSession, SocketFloor  # noqa: E402
 from bench.latency import Round, Summary  # noqa: E402
@@ -85,6 +88,10 @@ class Plan:
     stream_rounds: int
     """Issue 4: rounds of the stream comparison, and seconds per measurement."""
     stream_s: float
+    isolation_rounds: int
+    """Issue 9: rounds of the isolation comparison, and the scale of each
+    cell's seconds (``bench/isolation.py`` ``SECONDS``)."""
+    isolation_scale: float
 
 
 FULL = Plan(
@@ -101,6 +108,8 @@ FULL = Plan(
     drops=6,
     stream_rounds=5,
     stream_s=4.0,
+    isolation_rounds=5,
+    isolation_scale=1.0,
 )
 QUICK = Plan(
     rounds=3,
@@ -116,8 +125,10 @@ QUICK = Plan(
     drops=3,
     stream_rounds=2,
     stream_s=1.5,
+    isolation_rounds=2,
+    isolation_scale=0.4,
 )
-PARTS = ("issue2", "server-choice", "batching", "drops", "stream")
+PARTS = ("issue2", "server-choice", "batching", "drops", "stream", "isolation")
 
 
 @dataclass
@@ -235,6 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         figures, found = measure_stream(plan)
         results["stream"] = figures
         targets += [Target(*t) for t in found]
+    if "isolation" in parts:
+        figures, found = measure_isolation(plan)
+        results["isolation"] = figures
+        targets += [Target(*t) for t in found]
     for target in targets:
         print(f"{'PASS' if target.passed else 'FAIL'} {target.name}: {target.text}")
     results["targets"] = [target.__dict__ for target in targets]
@@ -291,6 +306,28 @@ def measure_stream(plan: Plan) -> tuple[dict, list]:
     )
     repository, video = stream_fps.prepare(OUT / "stream")
     return stream_fps.measure(repository, video, plan.stream_rounds, plan.stream_s, log=_progress)
+
+
+def measure_isolation(plan: Plan) -> tuple[dict, list]:
+    """Issue 9's python model isolation, on a daemon of its own
+    (``bench/out/isolation/``; its log is ``bench/out/isolation/daemon.log``)."""
+    print(
+        f"\nissue 9: python models in-process vs in a process of their own, "
+        f"{plan.isolation_rounds} rounds",
+        flush=True,
+    )
+    folder = OUT / "isolation"
+    repository = isolation.prepare(folder)
+    daemon = DaemonProcess(repository, folder / "daemon.log", [])
+    try:
+        daemon.start()
+        return isolation.measure(
+            daemon.url, daemon.process.pid, plan.isolation_rounds, plan.isolation_scale, _progress
+        )
+    finally:
+        code = daemon.stop()
+        if code != 0:
+            print(f"isolation daemon exited with {code}; see {daemon.log_path}", file=sys.stderr)
 
 
 def measure_daemon(

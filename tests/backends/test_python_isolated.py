@@ -380,6 +380,15 @@ def test_an_input_the_model_keeps_is_not_overwritten_by_the_next_request(load) -
         np.testing.assert_array_equal(response.output("Y").data, [value - 1, value - 1])
 
 
+def test_the_input_region_is_reused_when_the_model_keeps_nothing(load) -> None:
+    model = load(CRASHING_MODEL)
+    regions = set()
+    for value in range(5):
+        expect_response(model.infer(xy_request(value, value))[0])
+        regions.add(os.fstat(model.instance._process._inputs.fd).st_ino)
+    assert len(regions) == 1
+
+
 # ---------------------------------------------------------------- crashes
 
 

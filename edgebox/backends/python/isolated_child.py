@@ -123,6 +123,10 @@ class ChildServer:
         if self._context is None:
             self._context = self._context_from(header)
         spec = header["instance"]
+        _label_log(
+            f"model '{self._context.name}' version {self._context.version} "
+            f"instance '{spec['name']}'"
+        )
         instance = InstanceSpec(
             spec["name"],
             spec["kind"],
@@ -266,6 +270,16 @@ def limit_memory(limit_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
+def _label_log(label: str) -> None:
+    """Tag this process's log lines with the model (and, once known, the
+    instance) and the pid: they land in the daemon's log."""
+    formatter = logging.Formatter(
+        f"%(asctime)s %(levelname).1s %(name)s [{label}, pid %(process)d]: %(message)s"
+    )
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(formatter)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="edgebox.backends.python.isolated_child")
     parser.add_argument("--socket-fd", type=int, required=True)
@@ -277,12 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     # finalizes its models itself as it shuts down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     limit_memory(args.memory_limit_mb)
-    logging.basicConfig(
-        level=args.log_level,
-        format=f"%(asctime)s %(levelname).1s %(name)s [{args.label}, pid %(process)d]: "
-        "%(message)s",
-        stream=sys.stderr,
-    )
+    logging.basicConfig(level=args.log_level, stream=sys.stderr)
+    _label_log(args.label)
     channel = Channel(socket.socket(fileno=args.socket_fd))
     try:
         return ChildServer(channel, args.memory_limit_mb).serve()
