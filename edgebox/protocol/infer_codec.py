@@ -15,6 +15,7 @@ import json
 from edgebox.errors import InvalidArgument, Unsupported
 from edgebox.protocol import binary_codec, json_codec
 from edgebox.protocol.http_server import HttpResponse
+from edgebox.protocol.request_json import parse_object
 from edgebox.tensors import DATATYPES, InferRequest, InferResponse, RequestedOutput, Tensor
 
 HEADER_LENGTH = "inference-header-content-length"
@@ -54,14 +55,7 @@ def decode_request(
                 f"{len(body)} bytes"
             )
         json_part, binary = body[:header_length], body[header_length:]
-    try:
-        document = json.loads(bytes(json_part))
-    except ValueError as exc:
-        raise InvalidArgument(f"{where}: request JSON is malformed: {exc}") from None
-    except RecursionError:
-        raise InvalidArgument(f"{where}: request JSON nests too deeply") from None
-    if not isinstance(document, dict):
-        raise InvalidArgument(f"{where}: request JSON must be an object")
+    document = parse_object(json_part, where)
     inputs_json = document.get("inputs")
     if not isinstance(inputs_json, list):
         raise InvalidArgument(f"{where}: request needs an 'inputs' list")

@@ -9,6 +9,7 @@ import json
 from edgebox.dataplane import DataPlane
 from edgebox.errors import InvalidArgument
 from edgebox.protocol.http_server import HttpRequest, HttpResponse
+from edgebox.protocol.request_json import parse_object
 
 
 def index(dataplane: DataPlane, request: HttpRequest) -> HttpResponse:
@@ -43,10 +44,4 @@ def unload(dataplane: DataPlane, request: HttpRequest, name: str) -> HttpRespons
 def _json_body(request: HttpRequest, what: str) -> dict:
     if not len(request.body):
         return {}
-    try:
-        body = json.loads(bytes(request.body))
-    except ValueError as exc:
-        raise InvalidArgument(f"{what}: request JSON is malformed: {exc}") from None
-    if not isinstance(body, dict):
-        raise InvalidArgument(f"{what}: request JSON must be an object")
-    return body
+    return parse_object(request.body, what)

@@ -95,11 +95,17 @@ def model_file_inside(model_dir: Path, version_dir: Path, filename: str, where: 
     return path
 
 
+NAME_MAX = 255
+"""Linux's limit on one path segment; a longer name cannot be a folder."""
+
+
 def model_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a model name, or None. A model name is one folder
     name inside the repository: ``..`` or ``a/b`` would lead the daemon to read
     a config and run a model.py outside it. Both the repository extension (load
     and unload requests) and the scanner apply this rule."""
+    if len(name.encode("utf-8", "surrogatepass")) > NAME_MAX:
+        return f"model name '{name[:32]}...': longer than {NAME_MAX} bytes, the longest folder name"
     if not name or name in (".", "..") or "/" in name or "\0" in name:
         shown = name.replace("\0", "\\0")
         return (

@@ -806,3 +806,34 @@ def test_classification_count_must_be_a_positive_integer(server):
         "model 'add_sub' version 1, output 'OUTPUT0': classification must be a positive "
         "integer, got -1"
     )
+
+
+@pytest.mark.parametrize("route", ["load", "unload"])
+def test_deeply_nested_json_to_the_repository_api_is_400(explicit_server, route):
+    body = b'{"parameters": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    response = explicit_server.call("POST", f"/v2/repository/models/add_sub/{route}", body)
+    assert (response.status, error_of(response)) == (
+        400,
+        f"{route} 'add_sub': request JSON nests too deeply",
+    )
+
+
+def test_deeply_nested_config_override_is_400(explicit_server):
+    config = '{"name": "add_sub", "parameters": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    body = json.dumps({"parameters": {"config": config}}).encode()
+    response = explicit_server.call("POST", "/v2/repository/models/add_sub/load", body)
+    assert response.status == 400
+    assert error_of(response).startswith(
+        "load request config for 'add_sub': Failed to load JSON: maximum recursion depth exceeded"
+    )
+    assert explicit_server.call("GET", "/v2/models/add_sub/ready").status == 200
+
+
+@pytest.mark.parametrize("route", ["load", "unload"])
+def test_a_model_name_longer_than_a_file_name_is_400(explicit_server, route):
+    name = "x" * 256
+    response = explicit_server.call("POST", f"/v2/repository/models/{name}/{route}")
+    assert (response.status, error_of(response)) == (
+        400,
+        f"model name '{'x' * 32}...': longer than 255 bytes, the longest folder name",
+    )
