@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import textwrap
 import threading
 from collections.abc import Callable, Iterator
@@ -538,6 +539,28 @@ def test_a_finalize_that_hangs_is_killed_after_the_timeout(load) -> None:
     assert done.wait(15), "close() did not kill the hung finalize"
     closer.join()
     assert _children() == []
+
+
+def test_a_process_exits_when_the_daemons_end_closes_even_mid_execute(load, tmp_path) -> None:
+    entered = tmp_path / "entered"
+    model_py = f"""
+    import time
+
+
+    class TritonPythonModel:
+        def execute(self, requests):
+            open({str(entered)!r}, "w").close()
+            time.sleep(600)
+    """
+    model = load(model_py)
+    process = model.instance._process
+    caller = threading.Thread(target=model.infer, args=(xy_request(1),), daemon=True)
+    caller.start()
+    wait_for(entered.exists, what="the model to be inside execute()")
+    process._channel._sock.shutdown(socket.SHUT_RDWR)  # what the daemon's exit does to it
+    assert process.wait(20) == 0, "killed at the deadline instead of exiting by itself"
+    caller.join(20)
+    assert not caller.is_alive()
 
 
 # ---------------------------------------------------------------- choosing the mode

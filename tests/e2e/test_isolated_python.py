@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -219,3 +221,48 @@ def test_the_daemon_setting_isolates_models_that_do_not_choose(start_daemon, rep
         assert len(model_processes(daemon.process.pid)) == 2
     finally:
         client.close()
+
+
+HANGING_MODEL = """
+import os
+import time
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.entered = os.path.join(args["model_repository"], "entered")
+
+    def execute(self, requests):
+        open(self.entered, "w").close()
+        time.sleep(600)
+"""
+
+
+def test_a_hung_isolated_model_does_not_outlive_the_daemon(start_daemon, tmp_path) -> None:
+    repo = tmp_path / "repo"
+    write_model(
+        repo, "hung", PYTHON_XY_CONFIG.format(name="hung") + ISOLATED, {"1/model.py": HANGING_MODEL}
+    )
+    daemon = start_daemon(repo, "--exit-timeout-secs", "2")
+    (pid,) = model_processes(daemon.process.pid)
+    client = httpclient.InferenceServerClient(daemon.url, network_timeout=60)
+    outcome: list[object] = []
+
+    def call() -> None:
+        try:
+            outcome.append(infer(client, "hung", 1, 2))
+        except Exception as exc:  # the daemon stops under it: any end will do
+            outcome.append(exc)
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    wait_for((repo / "hung" / "entered").exists, what="the model to be inside execute()")
+    started = time.monotonic()
+    assert daemon.stop() == 0
+    assert time.monotonic() - started < 15
+    assert not Path(f"/proc/{pid}").exists(), "the hung model process outlived the daemon"
+    caller.join(30)
+    assert outcome and not isinstance(outcome[0], np.ndarray)
+    client.close()

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from edgebox.backends import base
 from edgebox.backends.base import InstanceSpec, ModelContext
@@ -82,7 +82,7 @@ class IsolatedBackend(base.Backend):
             health = self._health.setdefault(id(context), VersionHealth(context))
         if process is None:
             process = self._start(context, _label(context, instance))
-        initialize(process, context, instance)
+        _initialize(process, context, instance)
         isolated = IsolatedInstance(context, instance, process, self._options, health, self._start)
         health.add(instance.name)
         return isolated
@@ -99,7 +99,7 @@ class IsolatedBackend(base.Backend):
         return ModelProcess.start(label, limit)
 
 
-def initialize(process: ModelProcess, context: ModelContext, instance: InstanceSpec) -> None:
+def _initialize(process: ModelProcess, context: ModelContext, instance: InstanceSpec) -> None:
     """Run the instance's ``initialize`` in ``process``; on failure the process
     is stopped and the load error raised."""
     try:
@@ -128,7 +128,7 @@ class IsolatedInstance:
         process: ModelProcess,
         options: IsolationOptions,
         health: VersionHealth,
-        start,
+        start: Callable[[ModelContext, str], ModelProcess],
     ) -> None:
         self._context = context
         self._instance = instance
@@ -239,8 +239,9 @@ class IsolatedInstance:
                 return False
             try:
                 process = self._start(self._context, _label(self._context, self._instance))
-            except EdgeboxError as err:
-                state = f"{reason}; restart failed: {err}"
+            except Exception as err:
+                state = f"{reason}; restart failed: {_failure(err)}"
+                _log.error("%s, instance '%s': %s", self._where, self._name, state)
                 attempt += 1
                 continue
             with self._lock:
@@ -249,13 +250,13 @@ class IsolatedInstance:
                     return False
                 self._starting = process
             try:
-                initialize(process, self._context, self._instance)
-            except EdgeboxError as err:
+                _initialize(process, self._context, self._instance)
+            except Exception as err:
                 with self._lock:
                     self._starting = None
                 if self._closing.is_set():
                     return False
-                state = f"{reason}; restart failed: {err}"
+                state = f"{reason}; restart failed: {_failure(err)}"
                 _log.error("%s, instance '%s': %s", self._where, self._name, state)
                 attempt += 1
                 continue
@@ -310,6 +311,11 @@ class VersionHealth:
             report(ready, reason)
         except Exception:
             _log.exception("%s: reporting instance health failed", self._context.where)
+
+
+def _failure(error: Exception) -> str:
+    """A restart's failure as its state shows it; an unexpected one by type."""
+    return str(error) if isinstance(error, EdgeboxError) else f"{type(error).__name__}: {error}"
 
 
 def _label(context: ModelContext, instance: InstanceSpec) -> str:

@@ -27,9 +27,11 @@ import gc
 import logging
 import os
 import resource
+import select
 import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -270,6 +272,22 @@ def limit_memory(limit_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
+def exit_with_the_daemon(sock: socket.socket) -> None:
+    """Exit at once when the daemon's end of the channel closes (it exited or
+    was killed), even while the model is busy in ``execute`` or
+    ``finalize``, from a thread of its own."""
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLRDHUP)
+        while True:
+            for _fd, events in poller.poll():
+                if events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR):
+                    os._exit(0)
+
+    threading.Thread(target=watch, name="daemon-watch", daemon=True).start()
+
+
 def _label_log(label: str) -> None:
     """Tag this process's log lines with the model (and, once known, the
     instance) and the pid: they land in the daemon's log."""
@@ -293,7 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     limit_memory(args.memory_limit_mb)
     logging.basicConfig(level=args.log_level, stream=sys.stderr)
     _label_log(args.label)
-    channel = Channel(socket.socket(fileno=args.socket_fd))
+    sock = socket.socket(fileno=args.socket_fd)
+    exit_with_the_daemon(sock)
+    channel = Channel(sock)
     try:
         return ChildServer(channel, args.memory_limit_mb).serve()
     finally:

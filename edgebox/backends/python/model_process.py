@@ -13,11 +13,13 @@ or the thread loading it); any thread may ``poll``, ``wait`` for or ``kill`` it.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,6 +46,25 @@ _log = logging.getLogger("edgebox.backends.python.isolated")
 CHILD_MODULE = "edgebox.backends.python.isolated_child"
 EXIT_WAIT_S = 5.0
 """How long a process whose channel closed gets to finish exiting before it is killed."""
+
+
+_running: set[subprocess.Popen] = set()
+"""Every model process started and not yet reaped, so none outlives the daemon."""
+_running_lock = threading.Lock()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """At the daemon's exit, kill and reap the model processes still running:
+    those whose ``finalize`` or ``execute`` outlasted the shutdown's deadline."""
+    with _running_lock:
+        leftovers = list(_running)
+    for popen in leftovers:
+        try:
+            popen.kill()
+            popen.wait(EXIT_WAIT_S)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
 
 
 class ProcessExited(Exception):
@@ -92,6 +113,8 @@ class ModelProcess:
             raise Unavailable(f"{label}: cannot start a python model process: {exc}") from None
         finally:
             theirs.close()
+        with _running_lock:
+            _running.add(popen)
         return cls(popen, channel, memory_limit_mb)
 
     @property
@@ -200,6 +223,8 @@ class ModelProcess:
 
     def release(self) -> None:
         """Close the channel and regions; the process must have exited."""
+        with _running_lock:
+            _running.discard(self._popen)
         self._channel.close()
         for region in (self._inputs, self._outputs):
             if region is not None:
