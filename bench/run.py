@@ -16,6 +16,8 @@ Then issue 4's stream throughput against the detector alone
 (``bench/stream_fps.py``, in this process, on the demo's ``lane_pipeline``).
 Then issue 9's cost of running python models in a process of their own
 (``bench/isolation.py``, on a daemon of its own).
+Then issue 9's connection exhaustion: new clients served while 128 slow
+sockets are held (``bench/slowloris.py``, on the same daemon).
 
     python bench/run.py                       # full run, about 5 minutes
     python bench/run.py --quick               # smoke run, under a minute
@@ -24,9 +26,10 @@ Then issue 9's cost of running python models in a process of their own
     python bench/run.py --server-choice-only
     python bench/run.py --issue3              # only batching and drops, under 2 minutes
     python bench/run.py --only batching,drops # any of: issue2, server-choice, batching, drops,
-                                              # stream, isolation
+                                              # stream, slowloris, isolation
     python bench/run.py --only stream         # only the stream throughput, about 2 minutes
     python bench/run.py --only isolation      # only python model isolation, about 1.5 minutes
+    python bench/run.py --only slowloris      # only the slow-sockets case, under a minute
 
 Exits 1 when a target fails (unless ``--no-fail``). Results also go to
 ``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``, the
@@ -54,7 +57,7 @@ for _path in (REPO_ROOT, REPO_ROOT / "tests"):
 
 import tritonclient.http as httpclient  # noqa: E402
 
-from bench import batching, drops, isolation, server_choice, stream_fps  # noqa: E402
+from bench import batching, drops, isolation, server_choice, slowloris, stream_fps  # noqa: E402
 from bench.cpu_time import process_cpu_s  # noqa: E402
 from bench.floors import DirectSession, SocketFloor  # noqa: E402
 from bench.latency import Round, Summary  # noqa: E402
@@ -92,6 +95,8 @@ class Plan:
     """Issue 9: rounds of the isolation comparison, and the scale of each
     cell's seconds (``bench/isolation.py`` ``SECONDS``)."""
     isolation_scale: float
+    slowloris_s: float
+    """Issue 9: seconds of new clients per slow-sockets case."""
 
 
 FULL = Plan(
@@ -110,6 +115,7 @@ FULL = Plan(
     stream_s=4.0,
     isolation_rounds=5,
     isolation_scale=1.0,
+    slowloris_s=10.0,
 )
 QUICK = Plan(
     rounds=3,
@@ -127,8 +133,9 @@ QUICK = Plan(
     stream_s=1.5,
     isolation_rounds=2,
     isolation_scale=0.4,
+    slowloris_s=3.0,
 )
-PARTS = ("issue2", "server-choice", "batching", "drops", "stream", "isolation")
+PARTS = ("issue2", "server-choice", "batching", "drops", "stream", "slowloris", "isolation")
 
 
 @dataclass
@@ -193,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     daemon = DaemonProcess(OUT / "repository", OUT / "daemon.log", [])
     targets: list[Target] = []
     try:
-        if parts & {"issue2", "server-choice", "batching"}:
+        if parts & {"issue2", "server-choice", "batching", "slowloris"}:
             daemon.start()
         if parts & {"issue2", "server-choice"}:
             for workload in workloads.values():
@@ -233,6 +240,16 @@ def main(argv: list[str] | None = None) -> int:
                 log=_progress,
             )
             results["batching"] = figures
+            targets += [Target(*t) for t in found]
+        if "slowloris" in parts:
+            print(
+                f"\nissue 9: new clients while {slowloris.SLOW_SOCKETS} slow sockets are held",
+                flush=True,
+            )
+            figures, found = slowloris.measure(
+                daemon.url, workloads["add_sub"], plan.slowloris_s, log=_progress
+            )
+            results["slowloris"] = figures
             targets += [Target(*t) for t in found]
     finally:
         code = daemon.stop()

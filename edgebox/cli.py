@@ -63,7 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--http-port", default=keep, help="HTTP port (default 8000; 0 = any free port)"
     )
     serve.add_argument(
-        "--http-max-connections", default=keep, help="open HTTP connections served at once"
+        "--http-max-connections", default=keep, help="open HTTP connections at once (1024)"
+    )
+    serve.add_argument(
+        "--http-max-connections-per-client",
+        default=keep,
+        help="open HTTP connections from one client address (64)",
+    )
+    serve.add_argument(
+        "--http-thread-count", default=keep, help="threads answering HTTP requests (32)"
+    )
+    serve.add_argument(
+        "--http-min-transfer-bytes-per-s",
+        default=keep,
+        help="slowest request body upload or response download accepted (65536)",
     )
     serve.add_argument(
         "--max-request-bytes", default=keep, help="largest request body accepted (default 64 MiB)"

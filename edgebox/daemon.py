@@ -70,6 +70,9 @@ class Daemon:
             settings.http_port,
             max_request_bytes=settings.max_request_bytes,
             max_connections=settings.http_max_connections,
+            max_connections_per_client=settings.http_max_connections_per_client,
+            thread_count=settings.http_thread_count,
+            min_transfer_bytes_per_s=settings.http_min_transfer_bytes_per_s,
             align_body_at=_binary_part_offset,
         )
         self.streams = StreamManager(settings.streams, self.dataplane, self.bus)

@@ -87,8 +87,28 @@ class Settings:
     """Address the HTTP service binds."""
     http_port: int = 8000
     """HTTP port (KServe v2); 0 picks a free port and logs it."""
-    http_max_connections: int = 64
-    """Open HTTP connections served at once; one more gets a 503."""
+    http_max_connections: int = 1024
+    """Open HTTP connections at once; one more gets a 503. An open connection
+    waiting for (the rest of) a request costs a socket, not a thread, so this is
+    bounded by open files: the soft ``RLIMIT_NOFILE`` is raised to fit, or this
+    is lowered with a warning when the hard limit is too low."""
+    http_max_connections_per_client: int = 64
+    """Open HTTP connections from one client address (loopback included); one
+    more gets a 503. 64 leaves room for ``perf_analyzer`` concurrency sweeps
+    from one host, while one host alone cannot take all of
+    ``http_max_connections``."""
+    http_thread_count: int = 32
+    """Threads answering HTTP requests (Triton's ``--http-thread-count``): a
+    request holds one from the moment it has fully arrived until its answer is
+    sent, including its wait in a model's queue, so this bounds the requests in
+    flight (what dynamic batching can gather into one batch). Connections that
+    are idle or still sending do not hold one."""
+    http_min_transfer_bytes_per_s: int = 65536
+    """Slowest average rate accepted for a request body and for a client
+    reading a response: a body must arrive within 30 s (the header deadline)
+    plus one second per this many bytes received, else 408; a response not
+    taken at that rate is abandoned. 64 KiB/s passes a 64 MiB upload over any
+    working link and cuts a client trickling bytes to hold the connection."""
     max_request_bytes: int = 64 * 1024 * 1024
     """Largest request body accepted; larger ones are refused before being read."""
     strict_readiness: bool = False
@@ -277,6 +297,12 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
         raise fail("http_port", f"must be 0..65535, got {settings.http_port}")
     if settings.http_max_connections < 1:
         raise fail("http_max_connections", "must be >= 1")
+    if settings.http_max_connections_per_client < 1:
+        raise fail("http_max_connections_per_client", "must be >= 1")
+    if not 1 <= settings.http_thread_count <= 1024:
+        raise fail("http_thread_count", f"must be 1..1024, got {settings.http_thread_count}")
+    if settings.http_min_transfer_bytes_per_s < 1:
+        raise fail("http_min_transfer_bytes_per_s", "must be >= 1")
     if settings.max_request_bytes < 1:
         raise fail("max_request_bytes", "must be >= 1")
     if settings.exit_timeout_secs < 0:

@@ -133,6 +133,7 @@ class V2Handlers:
         infer_request, binary_default = infer_codec.decode_request(
             body, request.headers, name, version
         )
+        infer_request.is_cancelled = request.client_gone
         response = self.dataplane.infer(infer_request)
         http_response = infer_codec.encode_response(response, infer_request, binary_default)
         accepted = request.headers.get("accept-encoding")

@@ -645,3 +645,219 @@ def test_stop_finishes_in_flight_request_and_closes_idle_connections(serve, clie
     busy.assert_closed()
     stopper.join(CLIENT_TIMEOUT_S)
     assert not stopper.is_alive()
+
+
+# -- connection exhaustion (issue 9, item 4) --------------------------------------------
+
+
+def _held_sockets(server: HttpServer, client_of, idle: int, slow_headers: int, trickling: int):
+    """Sockets that hold a connection open without a complete request: keep-alive
+    sockets idle after one answered request, request heads cut off mid-headers,
+    bodies cut off after their first bytes."""
+    held = []
+    for _ in range(idle):
+        client = client_of(server)
+        client.send(http_request("GET", "/warm"))
+        assert client.read_response().status == 200
+        held.append(client)
+    for _ in range(slow_headers):
+        client = client_of(server)
+        client.send(b"GET /slow HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+        held.append(client)
+    for _ in range(trickling):
+        client = client_of(server)
+        client.send(http_request("POST", "/slow", headers={"Content-Length": "1000"}) + b"x")
+        held.append(client)
+    return held
+
+
+def test_held_idle_slow_and_trickling_sockets_take_no_thread_and_lock_nobody_out(
+    serve, echo, client_of
+):
+    server = serve(echo, max_connections_per_client=100)
+    threads_before = threading.active_count()
+    held = _held_sockets(server, client_of, idle=30, slow_headers=30, trickling=30)
+    assert threading.active_count() == threads_before
+    for index in range(5):
+        fresh = client_of(server)
+        fresh.send(http_request("GET", f"/fresh/{index}"))
+        reply = fresh.read_response()
+        assert (reply.status, reply.json()["path"]) == (200, f"/fresh/{index}")
+    assert all(not client.readable(timeout_s=0) for client in held)
+
+
+def test_held_sockets_do_not_starve_a_single_worker(serve, echo, client_of):
+    server = serve(echo, thread_count=1)
+    _held_sockets(server, client_of, idle=5, slow_headers=5, trickling=5)
+    fresh = client_of(server)
+    fresh.send(http_request("GET", "/fresh"))
+    assert fresh.read_response().status == 200
+
+
+def test_trickled_body_is_cut_at_its_total_deadline_with_408(serve, echo, client_of):
+    server = serve(echo, idle_timeout_s=10, read_timeout_s=0.5)
+    client = client_of(server)
+    client.send(http_request("POST", "/trickle", headers={"Content-Length": "1000"}))
+    started = time.monotonic()
+    for _ in range(100):  # one byte per 0.05 s: each read comes well within read_timeout_s
+        if client.readable(timeout_s=0.05):
+            break
+        client.send(b"x")
+    reply = client.read_response()
+    assert reply.status == 408
+    assert time.monotonic() - started < 2.0, "a trickled body held the connection"
+    assert reply.headers["connection"] == "close"
+    assert reply.json() == {"error": "request body timed out"}
+    client.assert_closed()
+    assert echo.seen == []
+
+
+def test_body_slower_than_the_minimum_rate_is_cut_after_read_timeout(serve, echo, client_of):
+    server = serve(echo, read_timeout_s=0.3, min_transfer_bytes_per_s=1000)
+    client = client_of(server)
+    client.send(http_request("POST", "/big", headers={"Content-Length": "100000"}) + b"y" * 400)
+    started = time.monotonic()
+    reply = client.read_response()  # deadline 0.3 s + 400 bytes / 1000 B/s = 0.7 s
+    assert 0.5 <= time.monotonic() - started < 3.0
+    assert reply.status == 408
+    assert reply.json() == {"error": "request body timed out"}
+
+
+def test_connection_over_the_per_client_cap_gets_a_readable_503(serve, echo, client_of):
+    server = serve(echo, max_connections_per_client=2)
+    first, second = client_of(server), client_of(server)
+    for client in (first, second):
+        client.send(http_request())
+        assert client.read_response().status == 200
+    third = client_of(server)
+    third.send(http_request("POST", "/refused", b"z" * 300_000))  # a broken pipe if not drained
+    reply = third.read_response()
+    assert reply.status == 503
+    assert reply.headers["connection"] == "close"
+    assert reply.json() == {
+        "error": "server busy: 2 connections already open from '127.0.0.1' "
+        "(--http-max-connections-per-client)"
+    }
+    third.assert_closed()
+    assert [s["path"] for s in echo.seen] == ["/", "/"]
+
+
+def test_connection_over_the_total_cap_reads_its_503_after_sending_a_body(serve, echo, client_of):
+    server = serve(echo, max_connections=1)
+    first = client_of(server)
+    first.send(http_request())
+    assert first.read_response().status == 200
+    second = client_of(server)
+    assert second.readable(timeout_s=CLIENT_TIMEOUT_S)  # refused before it sent anything
+    second.send(http_request("POST", "/refused", b"z" * 8_000_000))  # more than buffers hold
+    reply = second.read_response()
+    assert reply.status == 503
+    assert reply.json() == {"error": "server busy: 1 connections already open"}
+    second.assert_closed()
+
+
+def test_url_over_65535_bytes_gets_414_after_the_requests_before_it(serve, echo, client_of):
+    server = serve(echo)
+    client = client_of(server)
+    client.send(
+        http_request("GET", "/before")
+        + http_request("GET", "/" + "u" * 70_000)
+        + http_request("GET", "/after")
+    )
+    first = client.read_response()
+    assert (first.status, first.json()["path"]) == (200, "/before")
+    refused = client.read_response()
+    assert refused.status == 414
+    assert refused.headers["connection"] == "close"
+    assert refused.json() == {"error": "request URL exceeds the limit of 65535 bytes"}
+    client.assert_closed()
+    assert [s["path"] for s in echo.seen] == ["/before"]
+
+
+def test_url_of_65535_bytes_is_served(serve, echo, client_of):
+    server = serve(echo)
+    client = client_of(server)
+    path = "/" + "u" * 65_534
+    client.send(http_request("GET", path))
+    reply = client.read_response()
+    assert (reply.status, reply.json()["path"]) == (200, path)
+
+
+def test_endless_request_head_gets_431(serve, echo, client_of):
+    server = serve(echo)
+    client = client_of(server)
+    client.send(b"GET / HTTP/1.1\r\nHost: t\r\nX-Endless: ")
+    sent = 0
+    while sent < 4_000_000 and not client.readable(timeout_s=0):
+        client.send(b"h" * 65536)
+        sent += 65536
+    reply = client.read_response()
+    assert reply.status == 431
+    assert reply.json() == {
+        "error": "request head (request line and headers) exceeds the limit of 262144 bytes"
+    }
+    assert echo.seen == []
+
+
+def test_slow_reader_of_a_large_response_does_not_hold_the_worker(serve, client_of):
+    big = np.zeros(32 * 1024 * 1024, dtype=np.uint8)
+
+    def handler(request: HttpRequest) -> HttpResponse:
+        return HttpResponse(200, [big] if request.path == "/big" else [b"small"])
+
+    server = serve(handler, thread_count=1)
+    reader = client_of(server)
+    reader.send(http_request("GET", "/big"))  # never read: the response cannot all be sent
+    assert reader.readable(timeout_s=CLIENT_TIMEOUT_S)
+    fresh = client_of(server)
+    fresh.send(http_request("GET", "/small"))
+    assert fresh.read_response().body == b"small"
+
+
+def test_response_not_read_within_the_send_deadline_closes_the_connection(serve, client_of):
+    big = np.zeros(32 * 1024 * 1024, dtype=np.uint8)
+    server = serve(
+        lambda request: HttpResponse(200, [big]),
+        read_timeout_s=0.3,
+        min_transfer_bytes_per_s=1_000_000_000,
+    )
+    reader = client_of(server)
+    reader.send(http_request("GET", "/big"))
+    assert reader.readable(timeout_s=CLIENT_TIMEOUT_S)
+
+    def dropped() -> bool:
+        return server.open_connections == 0
+
+    wait_for(dropped, 5, what="the server to drop a reader that stopped reading")
+
+
+def test_client_gone_turns_true_when_the_client_closes(serve, client_of):
+    entered, observed = threading.Event(), []
+
+    def handler(request: HttpRequest) -> HttpResponse:
+        observed.append(request.client_gone())
+        entered.set()
+        observed.append(wait_for(request.client_gone, 5, what="client_gone"))
+        return HttpResponse(200, [b"late"])
+
+    server = serve(handler)
+    client = client_of(server)
+    client.send(http_request("GET", "/slow"))
+    assert entered.wait(CLIENT_TIMEOUT_S)
+    client.close()
+    wait_for(lambda: len(observed) == 2, 6, what="the handler to see the client go")
+    assert observed == [False, True]
+
+
+def test_a_lingering_worker_yields_to_a_request_queued_meanwhile(serve, echo, client_of):
+    server = serve(echo, thread_count=1, linger_s=30.0)
+    first = client_of(server)
+    first.send(http_request("GET", "/first"))
+    assert first.read_response().status == 200  # its worker now waits for its next request
+    second = client_of(server)
+    started = time.monotonic()
+    second.send(http_request("GET", "/second"))
+    assert second.read_response().json()["path"] == "/second"
+    assert time.monotonic() - started < 5.0
+    first.send(http_request("GET", "/first-again"))
+    assert first.read_response().json()["path"] == "/first-again"
