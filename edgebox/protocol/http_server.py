@@ -228,9 +228,10 @@ class HttpServer:
         return self.port
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop accepting, close idle connections, let busy ones finish their
-        current request (answered with ``Connection: close``), then return;
-        whatever is still running after ``timeout_s`` is abandoned."""
+        """Stop accepting, close every connection that is idle or has not
+        delivered a complete request, let those being answered finish (with
+        ``Connection: close``), then return; whatever is still running after
+        ``timeout_s`` is abandoned."""
         deadline = time.monotonic() + timeout_s
         self._stop_deadline = deadline
         self.stopping = True
