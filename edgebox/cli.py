@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--http-thread-count", default=keep, help="threads answering HTTP requests (32)"
     )
     serve.add_argument(
+        "--http-max-body-bytes-in-flight",
+        default=keep,
+        help="request body bytes held at once across connections (0: 4 x max request bytes)",
+    )
+    serve.add_argument(
         "--http-min-transfer-bytes-per-s",
         default=keep,
         help="slowest request body upload or response download accepted (65536)",

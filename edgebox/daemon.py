@@ -73,6 +73,7 @@ class Daemon:
             max_connections_per_client=settings.http_max_connections_per_client,
             thread_count=settings.http_thread_count,
             min_transfer_bytes_per_s=settings.http_min_transfer_bytes_per_s,
+            max_body_bytes_in_flight=settings.http_max_body_bytes_in_flight or None,
             align_body_at=_binary_part_offset,
         )
         self.streams = StreamManager(settings.streams, self.dataplane, self.bus)

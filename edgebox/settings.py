@@ -111,6 +111,13 @@ class Settings:
     working link and cuts a client trickling bytes to hold the connection."""
     max_request_bytes: int = 64 * 1024 * 1024
     """Largest request body accepted; larger ones are refused before being read."""
+    http_max_body_bytes_in_flight: int = 0
+    """Request body bytes held at once across every connection, from the
+    moment a body's size is known until its request is done with it; a body
+    that would go over is refused with a 503 before it is read, so clients
+    declaring large bodies and sending them slowly cannot exhaust memory.
+    0: four times ``max_request_bytes``, at least 256 MiB. Bodies under 64 KiB
+    are not counted."""
     strict_readiness: bool = False
     """Report ready only while every model has a ready version (Triton's default
     is true; an appliance with one broken model should still take traffic)."""
@@ -305,6 +312,14 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
         raise fail("http_min_transfer_bytes_per_s", "must be >= 1")
     if settings.max_request_bytes < 1:
         raise fail("max_request_bytes", "must be >= 1")
+    if settings.http_max_body_bytes_in_flight and (
+        settings.http_max_body_bytes_in_flight < settings.max_request_bytes
+    ):
+        raise fail(
+            "http_max_body_bytes_in_flight",
+            f"must be 0 or at least max_request_bytes ({settings.max_request_bytes}), "
+            f"got {settings.http_max_body_bytes_in_flight}",
+        )
     if settings.exit_timeout_secs < 0:
         raise fail("exit_timeout_secs", "must be >= 0")
     if settings.load_model and settings.model_control_mode != "explicit":

@@ -260,6 +260,15 @@ def test_negative_python_memory_limit_is_refused() -> None:
     )
 
 
+def test_body_budget_below_the_largest_request_is_refused() -> None:
+    assert settings_error(
+        flags={"max_request_bytes": "1000", "http_max_body_bytes_in_flight": "999"}
+    ) == (
+        "setting 'http_max_body_bytes_in_flight' (--http-max-body-bytes-in-flight): must be 0 "
+        "or at least max_request_bytes (1000), got 999"
+    )
+
+
 def test_zero_poll_interval_is_refused() -> None:
     assert settings_error(environ={"EDGEBOX_REPOSITORY_POLL_SECS": "0"}) == (
         "setting 'repository_poll_secs' (EDGEBOX_REPOSITORY_POLL_SECS): must be > 0, got 0.0"

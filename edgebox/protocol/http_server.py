@@ -40,6 +40,11 @@ per-read one, since a byte every few seconds would reset a per-read timer:
   ``min_transfer_bytes_per_s`` bytes left when the worker gave it up, else the
   connection is closed;
 - idle keep-alive connections are closed after ``idle_timeout_s``;
+- bodies held at once (received or arriving, until their request is done
+  with them) are capped at ``max_body_bytes_in_flight``: a body that would go
+  over is refused with a 503 before it is read, so many clients each declaring
+  a large body and sending it slowly cannot grow the daemon's memory without
+  bound;
 - bodies over ``max_request_bytes`` are refused before they are read (413), URLs
   over 65,535 bytes get 414 and request heads over 256 KiB get 431, each after
   the requests pipelined before it are answered.
@@ -59,6 +64,7 @@ import selectors
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -91,6 +97,10 @@ _FD_RESERVE = 256
 """File descriptors left for everything but connections: models, logs, pipes."""
 _SWEEP_GRANULARITY_S = 0.01
 _ACCEPTS_PER_WAKE = 64
+_UNCOUNTED_BODY_BYTES = 65536
+"""Bodies this small are not counted against ``max_body_bytes_in_flight``:
+connections bound them (1024 x 64 KiB), and a small request keeps its hot path
+free of the bookkeeping."""
 _POLL_GONE = getattr(select, "POLLRDHUP", 0) | select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 
@@ -145,6 +155,69 @@ _LISTENER = object()
 _WAKE = object()
 
 
+def default_body_bytes_in_flight(max_request_bytes: int) -> int:
+    """Room for four of the largest requests, and never less than 256 MiB."""
+    return max(4 * max_request_bytes, 256 * 1024 * 1024)
+
+
+class BodyBudget:
+    """Bytes of request bodies held at once, across every connection: reserved
+    when a body's size is known (before it is read), released when its buffer is
+    freed (a finalizer on the buffer, so a body a handler still holds stays
+    counted). Called from the I/O thread and workers; finalizers run on
+    whichever thread drops the last reference."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held = 0
+        self._lock = threading.Lock()
+
+    @property
+    def held(self) -> int:
+        return self._held
+
+    def reserve(self, size: int) -> bool:
+        with self._lock:
+            if self._held + size > self.limit:
+                return False
+            self._held += size
+            return True
+
+    def release(self, size: int) -> None:
+        with self._lock:
+            self._held -= size
+
+    def refusal(self, size: int) -> HttpResponse:
+        return json_error_response(
+            HTTPStatus.SERVICE_UNAVAILABLE,
+            f"server busy: a request body of {size} bytes would take the bodies held at once "
+            f"past {self.limit} bytes (--http-max-body-bytes-in-flight); retry later",
+        )
+
+
+class _ChunkedBody(bytearray):
+    """A chunked body as it grows, each piece reserved before it is kept; a
+    subclass of bytearray so that a finalizer can release what it reserved."""
+
+    def __init__(self, budget: BodyBudget) -> None:
+        super().__init__()
+        self.budget = budget
+        self.reserved = [0]
+        weakref.finalize(self, _release_reserved, budget, self.reserved)
+
+    def take(self, data: bytes) -> bool:
+        """Append ``data`` if the budget has room; False (nothing kept) if not."""
+        if not self.budget.reserve(len(data)):
+            return False
+        self.reserved[0] += len(data)
+        self.extend(data)
+        return True
+
+
+def _release_reserved(budget: BodyBudget, reserved: list[int]) -> None:
+    budget.release(reserved[0])
+
+
 class HttpServer:
     """Owned by the daemon: ``start`` and ``stop`` from its main thread; the
     handler is called on worker threads, many at once."""
@@ -162,6 +235,7 @@ class HttpServer:
         idle_timeout_s: float = 60.0,
         read_timeout_s: float = 30.0,
         min_transfer_bytes_per_s: float = 65536.0,
+        max_body_bytes_in_flight: int | None = None,
         linger_s: float = _LINGER_S,
         align_body_at: Callable[[dict[str, str]], int] | None = None,
     ) -> None:
@@ -175,6 +249,11 @@ class HttpServer:
         self.idle_timeout_s = idle_timeout_s
         self.read_timeout_s = read_timeout_s
         self.min_transfer_bytes_per_s = min_transfer_bytes_per_s
+        self.body_budget = BodyBudget(
+            max_body_bytes_in_flight
+            if max_body_bytes_in_flight is not None
+            else default_body_bytes_in_flight(max_request_bytes)
+        )
         self.linger_s = linger_s
         self.align_body_at = align_body_at
         self.port = 0
@@ -862,10 +941,14 @@ class _Connection:
                     "(--max-request-bytes)",
                 )
                 return
-            message.body = self._allocate(size, headers)
+            body = self._allocate(size, headers)
+            if body is None:
+                self._refusal = self.server.body_budget.refusal(size)
+                return
+            message.body = body
             message.body_size = size
         elif "chunked" in headers.get("transfer-encoding", "").lower():
-            message.chunks = bytearray()
+            message.chunks = _ChunkedBody(self.server.body_budget)
         message.expect_continue = headers.get("expect", "").lower() == "100-continue"
 
     def on_body(self, data: bytes) -> None:
@@ -877,7 +960,9 @@ class _Connection:
             message.body[message.received : end] = data
             message.received = end
         elif message.chunks is not None:
-            message.chunks += data
+            if not message.chunks.take(data):
+                self._refusal = self.server.body_budget.refusal(len(message.chunks) + len(data))
+                return
             limit = self.server.max_request_bytes
             if len(message.chunks) > limit:
                 self._refusal = json_error_response(
@@ -896,10 +981,16 @@ class _Connection:
 
     # reading (the I/O thread, or a worker in its fast path) ------------------
 
-    def _allocate(self, size: int, headers: dict[str, str]) -> memoryview:
+    def _allocate(self, size: int, headers: dict[str, str]) -> memoryview | None:
         """A buffer for the body whose start (or the offset the server was told
-        to align) sits on a 64-byte boundary, so numpy views over it are aligned."""
+        to align) sits on a 64-byte boundary, so numpy views over it are
+        aligned; None when the body budget has no room for it."""
+        counted = size >= _UNCOUNTED_BODY_BYTES
+        if counted and not self.server.body_budget.reserve(size):
+            return None
         raw = np.empty(size + _ALIGNMENT, dtype=np.uint8)
+        if counted:
+            weakref.finalize(raw, self.server.body_budget.release, size)
         align_at = 0
         if self.server.align_body_at is not None:
             try:
