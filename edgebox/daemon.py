@@ -18,7 +18,7 @@ from edgebox.backends import BackendCatalog
 from edgebox.dataplane import DataPlane
 from edgebox.devices import gpu_ids
 from edgebox.events import EventBus
-from edgebox.lifecycle.limits import LoadLimits
+from edgebox.lifecycle.limits import LoadLimits, default_max_threads_per_instance
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.protocol.access_policy import AccessPolicy
@@ -49,7 +49,8 @@ class Daemon:
                 max_warmup_requests=settings.max_warmup_requests,
                 max_instances_per_model=settings.max_instances_per_model,
                 max_instances_total=settings.max_instances_total,
-                max_threads_per_instance=settings.max_threads_per_instance,
+                max_threads_per_instance=settings.max_threads_per_instance
+                or default_max_threads_per_instance(),
             ),
         )
         self.dataplane = DataPlane(

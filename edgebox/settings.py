@@ -24,7 +24,6 @@ from edgebox.lifecycle.limits import (
     DEFAULT_MAX_INSTANCES_PER_MODEL,
     DEFAULT_MAX_INSTANCES_TOTAL,
     DEFAULT_MAX_WARMUP_REQUESTS,
-    default_max_threads_per_instance,
 )
 from edgebox.protocol.access_policy import parse_restrictions, read_api_key
 from edgebox.streams.source_spec import parse_source
@@ -137,12 +136,10 @@ class Settings:
     """Most instances alive across every loaded version; a load that would go
     over is refused until others unload (a reload does not count the versions
     it replaces)."""
-    max_threads_per_instance: int = dataclasses.field(
-        default_factory=default_max_threads_per_instance
-    )
+    max_threads_per_instance: int = 0
     """Most threads an ONNX Runtime instance may ask for in
-    ``intra_op_thread_count`` or ``inter_op_thread_count``; default: the CPU
-    cores."""
+    ``intra_op_thread_count`` or ``inter_op_thread_count``; 0: the machine's
+    CPU cores (so the shipped file holds the same value on every module)."""
     python_isolation: str = "in_process"
     """Where python models whose ``config.pbtxt`` has no ``EDGEBOX_ISOLATION``
     parameter run: ``in_process`` (in the daemon, fastest) or ``process`` (a
@@ -249,6 +246,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         return _streams(value, source)
     if key in _RESTRICTION_GROUPS:
         return _restriction_groups(key, value, source)
+    if value is None and kind.endswith("| None"):
+        return None
     try:
         # An empty YAML value is None; str() would turn it into the name 'None'.
         if value is None or isinstance(value, dict):
@@ -332,6 +331,11 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
         )
     if settings.python_memory_limit_mb < 0:
         raise fail("python_memory_limit_mb", f"must be >= 0, got {settings.python_memory_limit_mb}")
+    if settings.max_threads_per_instance < 0:
+        raise fail(
+            "max_threads_per_instance",
+            f"must be >= 0 (0: the CPU cores), got {settings.max_threads_per_instance}",
+        )
     for key in _LOAD_LIMITS:
         if getattr(settings, key) < 1:
             raise fail(key, f"must be >= 1, got {getattr(settings, key)}")
@@ -352,7 +356,6 @@ _LOAD_LIMITS = (
     "max_warmup_requests",
     "max_instances_per_model",
     "max_instances_total",
-    "max_threads_per_instance",
 )
 _RESTRICTION_GROUPS = ("http_restricted_api", "grpc_restricted_protocol")
 

@@ -12,7 +12,6 @@ import ast
 import dataclasses
 import inspect
 import itertools
-import os
 from pathlib import Path
 
 import pytest
@@ -226,6 +225,12 @@ def test_empty_yaml_value_is_not_the_text_none(tmp_path: Path) -> None:
     )
 
 
+def test_yaml_null_clears_an_optional_setting(tmp_path: Path) -> None:
+    config_file = tmp_path / "edgebox.yaml"
+    config_file.write_text("api_key_file: null\n")
+    assert load_settings({}, config_file=config_file, environ={}).api_key_file is None
+
+
 def test_list_for_a_single_value_is_refused(tmp_path: Path) -> None:
     config_file = yaml_file(tmp_path, "host: [127.0.0.1, 10.0.0.1]\n")
     assert settings_error(config_file=config_file) == (
@@ -279,7 +284,14 @@ def test_load_limits_default_to_sane_caps() -> None:
     loaded = load_settings({}, environ={})
     assert (loaded.max_warmup_requests, loaded.max_instances_per_model) == (1000, 16)
     assert loaded.max_instances_total == 64
-    assert loaded.max_threads_per_instance == (os.cpu_count() or 1)
+    assert loaded.max_threads_per_instance == 0  # the CPU cores, resolved by the daemon
+
+
+def test_negative_thread_cap_is_refused() -> None:
+    assert settings_error(environ={"EDGEBOX_MAX_THREADS_PER_INSTANCE": "-1"}) == (
+        "setting 'max_threads_per_instance' (EDGEBOX_MAX_THREADS_PER_INSTANCE): must be >= 0 "
+        "(0: the CPU cores), got -1"
+    )
 
 
 @pytest.mark.parametrize(
@@ -288,7 +300,6 @@ def test_load_limits_default_to_sane_caps() -> None:
         "max_warmup_requests",
         "max_instances_per_model",
         "max_instances_total",
-        "max_threads_per_instance",
     ],
 )
 def test_load_limits_below_one_are_refused(key: str) -> None:
