@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgebox.streams.backoff import Backoff
+from edgebox.backoff import Backoff
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
 from edgebox.streams.source_spec import SourceKind, SourceSpec

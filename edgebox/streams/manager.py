@@ -7,10 +7,10 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
+from edgebox.backoff import Backoff
 from edgebox.dataplane import DataPlane
 from edgebox.events import EventBus
 from edgebox.settings import StreamSettings
-from edgebox.streams.backoff import Backoff
 from edgebox.streams.source_spec import SourceKind, SourceSpec
 from edgebox.streams.sources import FrameSource, open_source
 from edgebox.streams.status import StreamStatus

@@ -8,10 +8,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from edgebox.backoff import Backoff
 from edgebox.dataplane import DataPlane
 from edgebox.events import EventBus
 from edgebox.settings import StreamSettings
-from edgebox.streams.backoff import Backoff
 from edgebox.streams.capture import CapturedFrame, CaptureLoop
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue

@@ -27,10 +27,10 @@ from edgebox.backends.base import InstanceSpec, ModelContext
 from edgebox.backends.python import Backend
 from edgebox.backends.python.isolated import IsolatedInstance
 from edgebox.backends.python.isolation import IsolationOptions
+from edgebox.backoff import Backoff
 from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, Unavailable
 from edgebox.repository.config import read_model_config
 from edgebox.settings import PYTHON_ISOLATION_MODES
-from edgebox.streams.backoff import Backoff
 from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor
 
 FAST_RESTARTS = IsolationOptions(

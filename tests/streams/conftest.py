@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from edgebox.backoff import Backoff
 from edgebox.settings import StreamSettings
-from edgebox.streams.backoff import Backoff
 from edgebox.streams.manager import StreamManager
 from edgebox.streams.sources import open_source
 from fakes import blocking_gate

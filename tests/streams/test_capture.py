@@ -12,7 +12,7 @@ from conftest import FAST_BACKOFF
 from fake_sources import FakeClock, FakeLiveCamera
 from stream_models import level_of, write_video
 
-from edgebox.streams.backoff import Backoff
+from edgebox.backoff import Backoff
 from edgebox.streams.capture import CaptureLoop
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue

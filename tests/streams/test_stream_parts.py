@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fake_sources import FakeClock
 
-from edgebox.streams.backoff import Backoff
+from edgebox.backoff import Backoff
 from edgebox.streams.frame_queue import FrameQueue
 from edgebox.streams.log_limiter import LogLimiter
 from edgebox.streams.summary import SummaryError, decode_lanes, summarize

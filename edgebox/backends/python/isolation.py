@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edgebox.backends.base import ModelContext
+from edgebox.backoff import Backoff
 from edgebox.errors import InvalidArgument
-from edgebox.streams.backoff import Backoff
 
 ISOLATION_PARAMETER = "EDGEBOX_ISOLATION"
 MEMORY_LIMIT_PARAMETER = "EDGEBOX_MEMORY_LIMIT_MB"

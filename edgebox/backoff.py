@@ -1,4 +1,5 @@
-"""How long a stream waits before reopening a source that failed."""
+"""How long to wait before retrying something that failed: a stream reopening
+its source, an isolated python model restarting its process."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Backoff:
-    """Exponential and capped: a camera unplugged for a minute is retried
+    """Exponential and capped: a camera unplugged (or a model crashing) for a minute is retried
     every ``max_s`` rather than hammered, and one that blips is back quickly.
     Tests pass tiny values instead of waiting seconds."""
 
