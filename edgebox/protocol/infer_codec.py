@@ -14,7 +14,7 @@ import json
 
 from edgebox.errors import InvalidArgument, Unsupported
 from edgebox.protocol import binary_codec, json_codec
-from edgebox.protocol.http_server import HttpResponse
+from edgebox.protocol.http_messages import HttpResponse
 from edgebox.protocol.request_json import parse_object
 from edgebox.tensors import DATATYPES, InferRequest, InferResponse, RequestedOutput, Tensor
 
@@ -175,8 +175,7 @@ def element_count(where: str, shape) -> int:
     """
     if not isinstance(shape, list):
         raise InvalidArgument(
-            f"{where}: 'shape' must be a list of non-negative integers, got "
-            f"{type(shape).__name__}"
+            f"{where}: 'shape' must be a list of non-negative integers, got {type(shape).__name__}"
         )
     if len(shape) > MAX_RANK:
         raise InvalidArgument(

@@ -8,7 +8,7 @@ import json
 
 from edgebox.dataplane import DataPlane
 from edgebox.errors import InvalidArgument
-from edgebox.protocol.http_server import HttpRequest, HttpResponse
+from edgebox.protocol.http_messages import HttpRequest, HttpResponse
 from edgebox.protocol.request_json import parse_object
 
 
