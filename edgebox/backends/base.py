@@ -69,7 +69,7 @@ class ModelContext:
     """The daemon's ``max_threads_per_instance``: a config asking one instance
     for more threads is refused, never clamped. None: no limit (tools, tests)."""
     health: Callable[[bool, str], None] | None = None
-    """Set by the lifecycle manager once the version is built. A backend whose
+    """Set by lifecycle (its VersionLoader) once the version is built. A backend whose
     instances can fail and recover while loaded (an isolated python model's
     process) calls ``health(ready, reason)`` from its own thread: ready False
     while no instance can serve, a reason while any cannot, ``(True, "")``

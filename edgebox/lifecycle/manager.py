@@ -26,7 +26,7 @@ from pathlib import Path
 
 from edgebox.backends import BackendCatalog
 from edgebox.backends.base import InferFunction
-from edgebox.errors import EdgeboxError, InvalidArgument, NotFound, Unavailable
+from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, NotFound, Unavailable
 from edgebox.lifecycle.dependencies import dependents_of, load_order
 from edgebox.lifecycle.limits import LoadLimits
 from edgebox.lifecycle.model_configs import ModelConfigs
@@ -70,7 +70,8 @@ class LifecycleManager:
         )
         self._retirer = VersionRetirer(registry, self._versions.close)
         self._lock = threading.Lock()
-        """Held only for bookkeeping, never across a load: guards pruning ``_failed``."""
+        """Held only for bookkeeping, never across a load: guards ``_failed``,
+        which loads of different models write at once while one prunes it."""
         self._failed: dict[tuple[str, int], tuple[tuple, str]] = {}
         """(model, version) -> (source, reason) of a load that failed: not retried
         until its config or files change, unless a caller insists."""
@@ -258,6 +259,7 @@ class LifecycleManager:
             raise Unavailable(f"model '{name}': {reason}")
 
         failures: list[str] = []
+        first_code: ErrorCode | None = None
         serving = self._registry.served_versions(name)
         for version in wanted:
             source = (digest, folder.versions[version].fingerprint)
@@ -279,8 +281,10 @@ class LifecycleManager:
                 if self._operations.cancelled(load):
                     # An unload or shutdown follows; nothing to record or retire.
                     raise
-                self._failed[(name, version)] = (source, str(exc))
+                with self._lock:
+                    self._failed[(name, version)] = (source, str(exc))
                 failures.append(str(exc))
+                first_code = first_code or exc.code
                 if version in self._registry.served_versions(name):
                     self._registry.set_status(
                         name,
@@ -289,7 +293,8 @@ class LifecycleManager:
                         f"reload failed, still serving the previous load: {exc}",
                     )
                 continue
-            self._failed.pop((name, version), None)
+            with self._lock:
+                self._failed.pop((name, version), None)
             if previous is not None:
                 self._retirer.retire(previous, REPLACED)
 
@@ -318,7 +323,11 @@ class LifecycleManager:
         if failures:
             still = sorted(self._registry.served_versions(name))
             serving_text = f" (still serving version(s) {still})" if still else ""
-            raise Unavailable(f"model '{name}': {failures[0]}{serving_text}")
+            # A version the config itself made impossible (a path outside the
+            # folder, a limit) is the caller's mistake, as Triton's 400 says;
+            # anything else (a missing or broken file) leaves it unavailable.
+            refusal = InvalidArgument if first_code is ErrorCode.INVALID_ARG else Unavailable
+            raise refusal(f"model '{name}': {failures[0]}{serving_text}")
 
     def _publish_unless_cancelled(
         self, served: ServedModel, load: LoadInProgress

@@ -422,7 +422,9 @@ def test_onnx_thread_counts_over_the_cap_are_refused(tmp_path, limited_stack):
         config.read_text()
         + 'parameters { key: "inter_op_thread_count" value: { string_value: "3" } }\n'
     )
-    with pytest.raises(Unavailable):
+    # The config asked for what it may not have: the caller's mistake (400), not a
+    # server that is unavailable.
+    with pytest.raises(InvalidArgument):
         stack.manager.load_model("threads")
     assert stack.registry.statuses("threads")[1].reason == (
         "model 'threads' version 1: parameter 'inter_op_thread_count' is 3, more than the 2 "
