@@ -190,6 +190,15 @@ class HttpServer:
         ``timeout_s`` is abandoned."""
         deadline = time.monotonic() + timeout_s
         self._stop_deadline = deadline
+        listener = self._listener
+        if listener is not None:
+            # Refuse new connections now, before any open one is closed: a
+            # client that sees its connection end must not reconnect into a
+            # listener that is still there.
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.stopping = True
         self._wake()
         if self._io_thread is not None:
@@ -363,8 +372,8 @@ class HttpServer:
     def _close_unanswered(self) -> None:
         """Stopping: no new connections, and none waiting for (the rest of) a
         request; those being answered finish."""
-        self._nudge_lingering(everyone=True)
         self._close_listener()
+        self._nudge_lingering(everyone=True)
         for connection in [*self._connections, *self._refusing]:
             if connection.state in (READING, DRAINING):
                 self._close(connection)
