@@ -1,6 +1,6 @@
 """Errors that carry a protocol-neutral code.
 
-Only ``protocol/error_map.py`` turns a code into an HTTP status, the way Triton's
+Only ``protocol/http/error_map.py`` turns a code into an HTTP status, the way Triton's
 ``Status`` codes are mapped by each frontend. Messages follow one shape: where,
 then what, then expected versus got, with names in single quotes.
 """

@@ -1,4 +1,8 @@
 """protocol/ turns bytes into tensors and back; it never touches a backend.
 
-Every endpoint calls the dataplane; only ``error_map.py`` knows HTTP statuses.
+One folder per transport (``http/``, and ``grpc/`` beside it), each with its own
+server, its own rendering of the dataplane's results and its own mapping from
+``ErrorCode`` to its statuses. What the transports share lives here: the raw
+tensor layout (``tensor_codec``: Triton's binary extension and gRPC's
+``raw_input_contents`` are the same bytes) and the access policy.
 """

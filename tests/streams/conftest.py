@@ -1,15 +1,12 @@
 from __future__ import annotations
 
 import pytest
+from fake_sources import FAST_BACKOFF
 
-from edgebox.backoff import Backoff
 from edgebox.settings import StreamSettings
 from edgebox.streams.manager import StreamManager
 from edgebox.streams.sources import open_source
 from fakes import blocking_gate
-
-FAST_BACKOFF = Backoff(initial_s=0.01, max_s=0.04, factor=2.0)
-"""Retries 10, 20, 40, 40... ms apart, so reconnect tests take milliseconds."""
 
 
 @pytest.fixture

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgebox.backoff import Backoff
+
+FAST_BACKOFF = Backoff(initial_s=0.01, max_s=0.04, factor=2.0)
+"""Retries 10, 20, 40, 40... ms apart, so reconnect tests take milliseconds."""
+
 
 class FakeClock:
     def __init__(self) -> None:

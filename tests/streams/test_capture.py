@@ -8,8 +8,7 @@ import threading
 import time
 
 import pytest
-from conftest import FAST_BACKOFF
-from fake_sources import FakeClock, FakeLiveCamera
+from fake_sources import FAST_BACKOFF, FakeClock, FakeLiveCamera
 from stream_models import level_of, write_video
 
 from edgebox.backoff import Backoff

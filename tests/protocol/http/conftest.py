@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from http_client import CLIENT_TIMEOUT_S, HOST, EchoHandler, RawClient
 
-from edgebox.protocol.http_server import HttpServer
+from edgebox.protocol.http.server import HttpServer
 
 
 @pytest.fixture

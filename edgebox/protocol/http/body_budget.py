@@ -19,7 +19,7 @@ import threading
 import weakref
 from http import HTTPStatus
 
-from edgebox.protocol.http_messages import HttpResponse, json_error_response
+from edgebox.protocol.http.messages import HttpResponse, json_error_response
 
 UNCOUNTED_BODY_BYTES = 65536
 """Bodies this small are not counted against ``max_body_bytes_in_flight``:

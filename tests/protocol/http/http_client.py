@@ -11,7 +11,7 @@ import socket
 import threading
 from dataclasses import dataclass
 
-from edgebox.protocol.http_messages import HttpRequest, HttpResponse
+from edgebox.protocol.http.messages import HttpRequest, HttpResponse
 
 HOST = "127.0.0.1"
 CLIENT_TIMEOUT_S = 5.0

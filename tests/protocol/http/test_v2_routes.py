@@ -20,9 +20,9 @@ from edgebox.dataplane import DataPlane
 from edgebox.events import EventBus
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
-from edgebox.protocol.http_messages import HttpRequest, HttpResponse
-from edgebox.protocol.infer_codec import HEADER_LENGTH
-from edgebox.protocol.v2_handlers import V2Handlers
+from edgebox.protocol.http.infer_codec import HEADER_LENGTH
+from edgebox.protocol.http.messages import HttpRequest, HttpResponse
+from edgebox.protocol.http.v2_handlers import V2Handlers
 from model_fixtures import ADD_SUB_CONFIG, add_add_sub, write_model
 from scripts.onnx_builders import build_add_sub
 

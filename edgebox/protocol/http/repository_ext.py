@@ -8,8 +8,8 @@ import json
 
 from edgebox.dataplane import DataPlane
 from edgebox.errors import InvalidArgument
-from edgebox.protocol.http_messages import HttpRequest, HttpResponse
-from edgebox.protocol.request_json import parse_object
+from edgebox.protocol.http.messages import HttpRequest, HttpResponse
+from edgebox.protocol.http.request_json import parse_object
 
 
 def index(dataplane: DataPlane, request: HttpRequest) -> HttpResponse:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from http import HTTPStatus
 
 from edgebox.protocol.access_policy import API_KEY_HEADER, AccessPolicy, Denial
-from edgebox.protocol.http_messages import Handler, HttpRequest, HttpResponse, json_error_response
+from edgebox.protocol.http.messages import Handler, HttpRequest, HttpResponse, json_error_response
 
 _PREFIX_APIS = {
     "repository": "model-repository",

@@ -24,9 +24,9 @@ from http import HTTPStatus
 
 from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError, InvalidArgument, NotFound
-from edgebox.protocol import infer_codec, repository_ext
-from edgebox.protocol.error_map import error_response
-from edgebox.protocol.http_messages import HttpRequest, HttpResponse, json_error_response
+from edgebox.protocol.http import infer_codec, repository_ext
+from edgebox.protocol.http.error_map import error_response
+from edgebox.protocol.http.messages import HttpRequest, HttpResponse, json_error_response
 
 _VERSION = re.compile(r"0|[1-9][0-9]*")
 """A version as a path segment: Triton routes only ``versions/[0-9]+`` and

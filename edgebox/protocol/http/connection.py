@@ -35,8 +35,8 @@ from urllib.parse import unquote
 import httptools
 import numpy as np
 
-from edgebox.protocol.body_budget import UNCOUNTED_BODY_BYTES, ChunkedBody
-from edgebox.protocol.http_messages import (
+from edgebox.protocol.http.body_budget import UNCOUNTED_BODY_BYTES, ChunkedBody
+from edgebox.protocol.http.messages import (
     IOV_MAX,
     HttpRequest,
     HttpResponse,
@@ -47,7 +47,7 @@ from edgebox.protocol.http_messages import (
 )
 
 if TYPE_CHECKING:
-    from edgebox.protocol.http_server import HttpServer, Worker
+    from edgebox.protocol.http.server import HttpServer, Worker
 
 log = logging.getLogger(__name__)
 

@@ -13,25 +13,13 @@ from __future__ import annotations
 import json
 
 from edgebox.errors import InvalidArgument, Unsupported
-from edgebox.protocol import binary_codec, json_codec
-from edgebox.protocol.http_messages import HttpResponse
-from edgebox.protocol.request_json import parse_object
+from edgebox.protocol import tensor_codec
+from edgebox.protocol.http import json_codec
+from edgebox.protocol.http.messages import HttpResponse
+from edgebox.protocol.http.request_json import parse_object
 from edgebox.tensors import DATATYPES, InferRequest, InferResponse, RequestedOutput, Tensor
 
 HEADER_LENGTH = "inference-header-content-length"
-
-MAX_RANK = 32
-"""Most dimensions a tensor may have: numpy 1.x's own limit (the packaged
-build pins numpy<2), well above TensorRT's 8. Checked before anything else
-about a shape, so a request's cost to parse never grows with a shape's length."""
-
-MAX_DIMENSION = 2**63 - 1
-"""Dimensions are int64, as in Triton and ONNX."""
-
-MAX_SPAN = 2**60 - 1
-"""Most elements the non-zero dimensions of a shape may multiply to: numpy
-(and Triton's int64 byte sizes) cannot address more of the widest datatype,
-even in a tensor that a zero dimension leaves empty."""
 
 
 def decode_request(
@@ -101,7 +89,7 @@ def encode_response(
             "shape": list(tensor.data.shape),
         }
         if asked.get(tensor.name, {}).get("binary_data", binary_default):
-            data = binary_codec.encode_tensor(tensor)
+            data = tensor_codec.encode_tensor(tensor)
             entry["parameters"] = {"binary_data_size": _nbytes(data)}
             buffers.append(data)
         else:
@@ -138,7 +126,7 @@ def _decode_input(item, position: int, where: str, binary: memoryview, offset: i
     if datatype not in DATATYPES:
         raise InvalidArgument(f"{at}: unknown datatype {datatype!r}")
     shape = item.get("shape")
-    count = element_count(at, shape)
+    count = tensor_codec.element_count(at, shape)
     parameters = item.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise InvalidArgument(f"{at}: 'parameters' must be an object")
@@ -153,7 +141,7 @@ def _decode_input(item, position: int, where: str, binary: memoryview, offset: i
                 f"{at}: binary_data_size {size} runs past the end of the body "
                 f"({len(binary) - offset} bytes of binary data left)"
             )
-        data = binary_codec.decode_tensor(
+        data = tensor_codec.decode_tensor(
             at, datatype, shape, count, binary[offset : offset + size]
         )
         return Tensor(name, datatype, data), size
@@ -161,57 +149,6 @@ def _decode_input(item, position: int, where: str, binary: memoryview, offset: i
         raise InvalidArgument(f"{at}: needs 'data' or parameters.binary_data_size")
     data = json_codec.decode_tensor(at, datatype, shape, count, item["data"])
     return Tensor(name, datatype, data), 0
-
-
-def element_count(where: str, shape) -> int:
-    """How many elements ``shape`` (a client's list) describes, or InvalidArgument.
-
-    The rank is checked before any dimension is looked at and each dimension
-    before any is multiplied, and the product stops at ``MAX_SPAN``: whatever
-    a client sends, this costs at most ``MAX_RANK`` comparisons and
-    multiplications of int64-sized numbers. (A plain product of a long list of
-    huge integers once held the GIL for tens of seconds.) Whether the count
-    fits in the bytes that carry the data is each codec's check.
-    """
-    if not isinstance(shape, list):
-        raise InvalidArgument(
-            f"{where}: 'shape' must be a list of non-negative integers, got {type(shape).__name__}"
-        )
-    if len(shape) > MAX_RANK:
-        raise InvalidArgument(
-            f"{where}: shape has {len(shape)} dimensions, at most {MAX_RANK} are supported"
-        )
-    for index, dim in enumerate(shape):
-        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
-            got = "[" + ", ".join(_dim_text(d) for d in shape) + "]"
-            raise InvalidArgument(
-                f"{where}: 'shape' must be a list of non-negative integers, got {got}"
-            )
-        if dim > MAX_DIMENSION:
-            raise InvalidArgument(
-                f"{where}: shape dimension {index} is larger than {MAX_DIMENSION} "
-                "(dimensions are int64)"
-            )
-    span = 1
-    empty = False
-    for dim in shape:
-        if dim == 0:
-            empty = True
-            continue
-        span = span * dim
-        if span > MAX_SPAN:
-            raise InvalidArgument(f"{where}: shape {shape} spans more than {MAX_SPAN} elements")
-    return 0 if empty else span
-
-
-def _dim_text(dim) -> str:
-    """A dimension as an error message shows it: never longer than an int64,
-    never a nested structure."""
-    if dim is None or isinstance(dim, (bool, float)):
-        return repr(dim)
-    if isinstance(dim, int):
-        return repr(dim) if -MAX_DIMENSION <= dim <= MAX_DIMENSION else "<out of int64 range>"
-    return f"<{type(dim).__name__}>"
 
 
 def _decode_output(item, where: str) -> RequestedOutput:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from http import HTTPStatus
 
 from edgebox.errors import EdgeboxError, ErrorCode
-from edgebox.protocol.http_messages import HttpResponse, json_error_response
+from edgebox.protocol.http.messages import HttpResponse, json_error_response
 
 STATUS_BY_CODE = {
     ErrorCode.INVALID_ARG: HTTPStatus.BAD_REQUEST,

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, Unsupported
-from edgebox.protocol import binary_codec, json_codec
-from edgebox.protocol.error_map import error_response
-from edgebox.protocol.infer_codec import HEADER_LENGTH, decode_request, encode_response
+from edgebox.protocol import tensor_codec
+from edgebox.protocol.http import json_codec
+from edgebox.protocol.http.error_map import error_response
+from edgebox.protocol.http.infer_codec import HEADER_LENGTH, decode_request, encode_response
 from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor, numpy_dtype
 
 MODEL = "m"
@@ -223,9 +224,9 @@ def test_binary_bytes_are_length_prefixed():
     tensor = request.inputs[0]
     assert tensor.data.dtype == object
     assert tensor.data.tolist() == [b"abc", b"", b"\xff\x00"]
-    assert binary_codec.serialize_bytes(tensor.data) == wire
-    assert binary_codec.encode_tensor(tensor) == wire
-    assert binary_codec.serialize_bytes(np.array(["caf\u00e9", "x"], dtype=object)) == bytes_wire(
+    assert tensor_codec.serialize_bytes(tensor.data) == wire
+    assert tensor_codec.encode_tensor(tensor) == wire
+    assert tensor_codec.serialize_bytes(np.array(["caf\u00e9", "x"], dtype=object)) == bytes_wire(
         "caf\u00e9".encode(), b"x"
     )
 
@@ -279,9 +280,9 @@ def test_negative_binary_data_size_is_refused():
 
 def test_binary_outputs_are_the_arrays_themselves():
     array = np.arange(6, dtype=np.float32).reshape(2, 3)
-    assert binary_codec.encode_tensor(Tensor("O", "FP32", array)) is array
+    assert tensor_codec.encode_tensor(Tensor("O", "FP32", array)) is array
     transposed = array.T
-    encoded = binary_codec.encode_tensor(Tensor("O", "FP32", transposed))
+    encoded = tensor_codec.encode_tensor(Tensor("O", "FP32", transposed))
     assert encoded.flags.c_contiguous
     assert encoded.tobytes() == np.ascontiguousarray(transposed).tobytes()
 
@@ -505,7 +506,7 @@ def test_bf16_and_bool_outputs_on_the_wire():
 
 
 def test_shape_longer_than_max_rank_is_refused_before_its_dimensions_are_read():
-    from edgebox.protocol.infer_codec import MAX_RANK
+    from edgebox.protocol.tensor_codec import MAX_RANK
 
     huge = 10**4000
     for item in (
@@ -524,7 +525,7 @@ def test_shape_longer_than_max_rank_is_refused_before_its_dimensions_are_read():
 
 
 def test_max_rank_shape_is_accepted():
-    from edgebox.protocol.infer_codec import MAX_RANK
+    from edgebox.protocol.tensor_codec import MAX_RANK
 
     request, _ = decode({"inputs": [json_input("X", "FP32", [1] * MAX_RANK, [2.5])]})
     assert request.inputs[0].data.shape == (1,) * MAX_RANK
@@ -562,7 +563,7 @@ def test_element_count_never_multiplies_past_int64():
     """The shape arithmetic stops as soon as the product passes the limit, so
     its cost is bounded by MAX_RANK multiplications of int64-sized numbers,
     whatever the client sent (it was quadratic in the digits it sent)."""
-    from edgebox.protocol.infer_codec import MAX_RANK, element_count
+    from edgebox.protocol.tensor_codec import MAX_RANK, element_count
 
     products: list[int] = []
 

@@ -13,7 +13,7 @@ from edgebox.tensors import Tensor, numpy_dtype
 
 
 def decode_tensor(where: str, datatype: str, shape: list[int], count: int, data) -> np.ndarray:
-    """``count`` elements of ``shape`` (as ``infer_codec.element_count`` checked
+    """``count`` elements of ``shape`` (as ``tensor_codec.element_count`` checked
     it) from a JSON ``data`` value; nothing is allocated for ``count`` before
     ``data`` is seen to hold that many elements."""
     if datatype == "BYTES":

@@ -14,8 +14,8 @@ import json
 import pytest
 
 from edgebox.protocol.access_policy import AccessPolicy, parse_restrictions
-from edgebox.protocol.http_access import HttpAccessControl, api_of
-from edgebox.protocol.http_messages import HttpRequest, HttpResponse
+from edgebox.protocol.http.access import HttpAccessControl, api_of
+from edgebox.protocol.http.messages import HttpRequest, HttpResponse
 
 REMOTE = "192.0.2.7"
 

@@ -65,8 +65,8 @@ import time
 from collections.abc import Callable
 from http import HTTPStatus
 
-from edgebox.protocol.body_budget import BodyBudget, default_body_bytes_in_flight
-from edgebox.protocol.http_connection import (
+from edgebox.protocol.http.body_budget import BodyBudget, default_body_bytes_in_flight
+from edgebox.protocol.http.connection import (
     CLOSE,
     DRAINING,
     READING,
@@ -74,7 +74,7 @@ from edgebox.protocol.http_connection import (
     WRITING,
     Connection,
 )
-from edgebox.protocol.http_messages import Handler, json_error_response, response_head
+from edgebox.protocol.http.messages import Handler, json_error_response, response_head
 
 log = logging.getLogger(__name__)
 

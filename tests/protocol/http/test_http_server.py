@@ -15,8 +15,8 @@ import pytest
 from http_client import CLIENT_TIMEOUT_S, HOST, RawClient, http_request
 
 from daemon_process import wait_for
-from edgebox.protocol.http_messages import HttpRequest, HttpResponse
-from edgebox.protocol.http_server import HttpServer
+from edgebox.protocol.http.messages import HttpRequest, HttpResponse
+from edgebox.protocol.http.server import HttpServer
 
 # -- starting and stopping -----------------------------------------------------
 

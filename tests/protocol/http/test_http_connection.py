@@ -15,7 +15,7 @@ import pytest
 from http_client import CLIENT_TIMEOUT_S, HOST, http_request
 
 from daemon_process import wait_for
-from edgebox.protocol.http_messages import HttpRequest, HttpResponse
+from edgebox.protocol.http.messages import HttpRequest, HttpResponse
 
 # -- framing -------------------------------------------------------------------
 
