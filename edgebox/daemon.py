@@ -22,10 +22,10 @@ from edgebox.lifecycle.limits import LoadLimits, default_max_threads_per_instanc
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.protocol.access_policy import AccessPolicy
-from edgebox.protocol.http_access import HttpAccessControl
-from edgebox.protocol.http_server import HttpServer
-from edgebox.protocol.infer_codec import HEADER_LENGTH
-from edgebox.protocol.v2_handlers import V2Handlers
+from edgebox.protocol.http.access import HttpAccessControl
+from edgebox.protocol.http.infer_codec import HEADER_LENGTH
+from edgebox.protocol.http.server import HttpServer
+from edgebox.protocol.http.v2_handlers import V2Handlers
 from edgebox.repository.poller import RepositoryPoller
 from edgebox.sd_notify import notify, watchdog_interval_s
 from edgebox.settings import Settings
