@@ -59,10 +59,47 @@ def test_layer_imports_point_one_way(layer):
     assert not offenders, "\n".join(offenders)
 
 
-def test_only_error_map_knows_http_statuses():
-    users = [
+def _modules(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*.py"))
+
+
+def _importers(paths: list[Path], wanted: str) -> list[str]:
+    return [
         str(path.relative_to(PACKAGE.parent))
-        for path in PACKAGE.rglob("*.py")
-        if "STATUS_BY_CODE" in path.read_text() and path.name != "error_map.py"  # one per transport
+        for path in paths
+        if any(name == wanted or name.startswith(wanted + ".") for name in imports_of(path))
     ]
-    assert users == []
+
+
+def test_only_the_http_transport_knows_http_statuses():
+    """HTTP statuses (the stdlib's ``http``) appear only under protocol/http/:
+    the core speaks ErrorCode, each transport maps it to its own statuses."""
+    outside = [p for p in _modules(PACKAGE) if PACKAGE / "protocol" / "http" not in p.parents]
+    assert _importers(outside, "http") == []
+
+
+def test_within_a_transport_only_its_error_map_reads_error_codes():
+    """Each transport turns ErrorCode into its statuses in one module (Triton's
+    frontends each map ``Status`` codes once)."""
+    for transport in sorted(p for p in (PACKAGE / "protocol").iterdir() if p.is_dir()):
+        readers = [
+            path.name
+            for path in _modules(transport)
+            if any(
+                isinstance(node, ast.ImportFrom)
+                and node.module == "edgebox.errors"
+                and any(alias.name == "ErrorCode" for alias in node.names)
+                for node in ast.walk(ast.parse(path.read_text()))
+            )
+        ]
+        assert readers in ([], ["error_map.py"]), f"{transport.name}: {readers}"
+
+
+def test_only_the_composition_root_reaches_into_a_transport():
+    """The daemon builds the transports; nothing else in the package (the
+    dataplane, streams, lifecycle) may depend on one."""
+    protocol = PACKAGE / "protocol"
+    outside = [p for p in _modules(PACKAGE) if protocol not in p.parents]
+    for transport in sorted(p for p in protocol.iterdir() if p.is_dir()):
+        name = f"edgebox.protocol.{transport.name}"
+        assert _importers(outside, name) in ([], ["edgebox/daemon.py"]), name
