@@ -143,8 +143,8 @@ class _Stack:
     def compute_ns(self) -> dict[str, tuple[int, int]]:
         found = {}
         for name in STEPS:
-            stats = self.dataplane.statistics(name)["model_stats"][0]["inference_stats"]
-            found[name] = (stats["compute_infer"]["count"], stats["compute_infer"]["ns"])
+            compute = self.dataplane.statistics(name)[0].counts.inference_stats.compute_infer
+            found[name] = (compute.count, compute.ns)
         return found
 
 

@@ -1,6 +1,8 @@
 """The verbs of the inference protocol, protocol-neutral: HTTP today, gRPC,
 streams and the dashboard later all call these and nothing below them.
 
+Answers are typed (``dataplane_results``); each transport renders them.
+
 Requests are validated here against the model's config (names, datatypes,
 shapes, batch size) before any backend sees them, so every transport reports a
 bad request the same way.
@@ -16,11 +18,19 @@ import threading
 import numpy as np
 
 from edgebox import __version__
+from edgebox.dataplane_results import (
+    ModelConfig,
+    ModelMetadata,
+    RepositoryIndexEntry,
+    ServerMetadata,
+    TensorMetadata,
+    VersionStatistics,
+)
 from edgebox.errors import EdgeboxError, InvalidArgument, NotFound, Unsupported
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry, ServedModel
 from edgebox.lifecycle.states import ModelState
-from edgebox.repository.config import config_from_json, config_to_dict
+from edgebox.repository.config import config_from_json
 from edgebox.repository.contained_path import check_model_name
 from edgebox.repository.layout import scan_repository
 from edgebox.tensors import InferRequest, InferResponse, Tensor
@@ -70,8 +80,8 @@ class DataPlane:
             return all(self._registry.is_ready(name) for name in self._registry.model_names())
         return True
 
-    def server_metadata(self) -> dict:
-        return {"name": "edgebox", "version": __version__, "extensions": list(EXTENSIONS)}
+    def server_metadata(self) -> ServerMetadata:
+        return ServerMetadata("edgebox", __version__, tuple(EXTENSIONS))
 
     # -- models ------------------------------------------------------------
 
@@ -80,26 +90,25 @@ class DataPlane:
             raise NotFound(f"unknown model '{name}'")
         return self._registry.is_ready(name, version)
 
-    def model_metadata(self, name: str, version: str = "") -> dict:
+    def model_metadata(self, name: str, version: str = "") -> ModelMetadata:
         served = self._registry.get(name, version)
         config = served.config
         versions = sorted(self._registry.served_versions(name))
-        metadata = {
-            "name": name,
-            "versions": [str(v) for v in versions],
-            "platform": config.platform or config.backend,
-            "inputs": [_tensor_metadata(s) for s in served.signature.inputs.values()],
-            "outputs": [_tensor_metadata(s) for s in served.signature.outputs.values()],
-        }
-        # Beyond KServe v2's fields, which clients ignore: what the backend
-        # found at load (where TensorRT placed the layers, ONNX Runtime's
-        # provider fallback), so it need not be dug out of the log.
-        if served.notes:
-            metadata["notes"] = list(served.notes)
-        return metadata
+        return ModelMetadata(
+            name=name,
+            versions=tuple(str(v) for v in versions),
+            platform=config.platform or config.backend,
+            inputs=tuple(_tensor_metadata(s) for s in served.signature.inputs.values()),
+            outputs=tuple(_tensor_metadata(s) for s in served.signature.outputs.values()),
+            notes=tuple(served.notes),
+        )
 
-    def model_config(self, name: str, version: str = "") -> dict:
-        return config_to_dict(self._registry.get(name, version).config)
+    def model_config(self, name: str, version: str = "") -> ModelConfig:
+        """A copy of the served config, so no transport can change what the
+        version runs with."""
+        config = ModelConfig()
+        config.CopyFrom(self._registry.get(name, version).config)
+        return config
 
     def check_servable(self, name: str, version: str = "") -> None:
         """Raise what ``infer`` would for a model or version that cannot take a
@@ -125,7 +134,11 @@ class DataPlane:
         finally:
             served.exit()
 
-    def statistics(self, name: str = "", version: str = "") -> dict:
+    def statistics(self, name: str = "", version: str = "") -> list[VersionStatistics]:
+        """One entry per served version: of ``name`` (only ``version`` when
+        given), or of every model when ``name`` is empty, by name then version.
+        A model the registry knows with no version served has none; a name it
+        does not know is NotFound."""
         if name:
             if version:
                 served_list = [self._registry.get(name, version)]
@@ -140,33 +153,36 @@ class DataPlane:
                 for model in self._registry.model_names()
                 for _, s in sorted(self._registry.served_versions(model).items())
             ]
-        return {
-            "model_stats": [
-                s.scheduler.statistics.as_dict(s.name, str(s.version)) for s in served_list
-            ]
-        }
+        return [
+            VersionStatistics(s.name, str(s.version), s.scheduler.statistics.snapshot())
+            for s in served_list
+        ]
 
     # -- repository extension ------------------------------------------------
 
-    def repository_index(self, ready_only: bool = False) -> list[dict]:
+    def repository_index(self, ready_only: bool = False) -> list[RepositoryIndexEntry]:
+        """Every model folder and every model the registry knows, by name;
+        each status (model-level first, then versions ascending) is an entry."""
         snapshot = scan_repository(self._manager.repository, fingerprints=False)
         names = sorted(set(snapshot.models) | set(self._registry.model_names()))
-        index: list[dict] = []
+        index: list[RepositoryIndexEntry] = []
         for name in names:
             statuses = self._registry.statuses(name)
             if not statuses and not ready_only:
-                index.append({"name": name})
+                index.append(RepositoryIndexEntry(name))
             for version, status in sorted(
                 statuses.items(), key=lambda i: -1 if i[0] is None else i[0]
             ):
                 if ready_only and status.state is not ModelState.READY:
                     continue
-                entry = {"name": name}
-                if version is not None:
-                    entry["version"] = str(version)
-                entry["state"] = status.state.value
-                entry["reason"] = status.reason
-                index.append(entry)
+                index.append(
+                    RepositoryIndexEntry(
+                        name,
+                        None if version is None else str(version),
+                        status.state,
+                        status.reason,
+                    )
+                )
         return index
 
     def load_model(self, name: str, parameters: dict | None = None) -> None:
@@ -204,8 +220,8 @@ class DataPlane:
             )
 
 
-def _tensor_metadata(spec) -> dict:
-    return {"name": spec.name, "datatype": spec.datatype, "shape": list(spec.shape)}
+def _tensor_metadata(spec) -> TensorMetadata:
+    return TensorMetadata(spec.name, spec.datatype, tuple(spec.shape))
 
 
 def _classify(response: InferResponse, request: InferRequest, served: ServedModel) -> None:

@@ -1,9 +1,11 @@
-"""Per-version counters in the shape of Triton's statistics extension.
+"""Per-version counters with the phases of Triton's statistics extension.
 
-Durations are kept in nanoseconds, as ``{"count", "ns"}`` pairs; ``success``
-and ``fail`` cover a request's whole stay in the scheduler, ``queue`` the wait
-for a free instance, ``compute_*`` the instance's work. Any thread may record;
-one lock keeps a snapshot consistent.
+Durations are kept in nanoseconds, as count and total pairs; ``success`` and
+``fail`` cover a request's whole stay in the scheduler, ``queue`` the wait for
+a free instance, ``compute_*`` the instance's work. Any thread may record; one
+lock keeps a snapshot consistent. ``snapshot`` hands out frozen copies named
+after gRPC's ``ModelStatistics`` parts; each transport renders them (HTTP's
+JSON, gRPC's messages), so no wire shape lives here.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/protocol/extension_statistics.md
 """
 
@@ -23,8 +25,54 @@ class Duration:
         self.count += count
         self.ns += ns
 
-    def as_dict(self) -> dict:
-        return {"count": self.count, "ns": self.ns}
+    def frozen(self) -> StatisticDuration:
+        return StatisticDuration(self.count, self.ns)
+
+
+@dataclass(frozen=True)
+class StatisticDuration:
+    """How many times a phase ran and its total nanoseconds."""
+
+    count: int = 0
+    ns: int = 0
+
+
+@dataclass(frozen=True)
+class InferStatistics:
+    """Request-level phases. Counted per request, so a batch of three
+    requests adds three to each ``compute_*`` count. edgebox has no response
+    cache: ``cache_hit`` and ``cache_miss`` stay zero."""
+
+    success: StatisticDuration
+    fail: StatisticDuration
+    queue: StatisticDuration
+    compute_input: StatisticDuration
+    compute_infer: StatisticDuration
+    compute_output: StatisticDuration
+    cache_hit: StatisticDuration
+    cache_miss: StatisticDuration
+
+
+@dataclass(frozen=True)
+class InferBatchStatistics:
+    """The compute phases of every execution of ``batch_size`` inferences,
+    counted per execution."""
+
+    batch_size: int
+    compute_input: StatisticDuration
+    compute_infer: StatisticDuration
+    compute_output: StatisticDuration
+
+
+@dataclass(frozen=True)
+class StatisticsSnapshot:
+    """One version's counters at one moment; ``batch_stats`` ascend by size."""
+
+    last_inference_ms: int
+    inference_count: int
+    execution_count: int
+    inference_stats: InferStatistics
+    batch_stats: tuple[InferBatchStatistics, ...]
 
 
 @dataclass
@@ -72,31 +120,30 @@ class ModelStatistics:
                 self.queue.add(queue_ns)
             self.last_inference_ms = time.time_ns() // 1_000_000
 
-    def as_dict(self, name: str, version: str) -> dict:
+    def snapshot(self) -> StatisticsSnapshot:
+        """A consistent, frozen copy: later records do not change it."""
         with self._lock:
-            return {
-                "name": name,
-                "version": version,
-                "last_inference": self.last_inference_ms,
-                "inference_count": self.inference_count,
-                "execution_count": self.execution_count,
-                "inference_stats": {
-                    "success": self.success.as_dict(),
-                    "fail": self.fail.as_dict(),
-                    "queue": self.queue.as_dict(),
-                    "compute_input": self.compute_input.as_dict(),
-                    "compute_infer": self.compute_infer.as_dict(),
-                    "compute_output": self.compute_output.as_dict(),
-                    "cache_hit": Duration().as_dict(),
-                    "cache_miss": Duration().as_dict(),
-                },
-                "batch_stats": [
-                    {
-                        "batch_size": size,
-                        "compute_input": stats.compute_input.as_dict(),
-                        "compute_infer": stats.compute_infer.as_dict(),
-                        "compute_output": stats.compute_output.as_dict(),
-                    }
+            return StatisticsSnapshot(
+                last_inference_ms=self.last_inference_ms,
+                inference_count=self.inference_count,
+                execution_count=self.execution_count,
+                inference_stats=InferStatistics(
+                    success=self.success.frozen(),
+                    fail=self.fail.frozen(),
+                    queue=self.queue.frozen(),
+                    compute_input=self.compute_input.frozen(),
+                    compute_infer=self.compute_infer.frozen(),
+                    compute_output=self.compute_output.frozen(),
+                    cache_hit=StatisticDuration(),
+                    cache_miss=StatisticDuration(),
+                ),
+                batch_stats=tuple(
+                    InferBatchStatistics(
+                        batch_size=size,
+                        compute_input=stats.compute_input.frozen(),
+                        compute_infer=stats.compute_infer.frozen(),
+                        compute_output=stats.compute_output.frozen(),
+                    )
                     for size, stats in sorted(self._batches.items())
-                ],
-            }
+                ),
+            )

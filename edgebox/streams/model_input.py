@@ -42,14 +42,14 @@ def bind_frame_input(dataplane: DataPlane, model: str) -> FrameInput:
         metadata = dataplane.model_metadata(model)
     except EdgeboxError as exc:
         raise ModelUnusable(str(exc)) from None
-    inputs = metadata["inputs"]
+    inputs = metadata.inputs
     if len(inputs) == 1:
         (only,) = inputs
-        shape = list(only["shape"])
-        if only["datatype"] == FRAME_DATATYPE and len(shape) == 3 and shape[2] in (3, -1):
-            return FrameInput(model, only["name"])
+        shape = only.shape
+        if only.datatype == FRAME_DATATYPE and len(shape) == 3 and shape[2] in (3, -1):
+            return FrameInput(model, only.name)
     got = ", ".join(
-        f"'{i['name']}' {i['datatype']} [{','.join(str(d) for d in i['shape'])}]" for i in inputs
+        f"'{i.name}' {i.datatype} [{','.join(str(d) for d in i.shape)}]" for i in inputs
     )
     raise ModelUnusable(
         f"model '{model}' does not take frames: expected one input of datatype "

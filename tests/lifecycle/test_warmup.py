@@ -61,9 +61,9 @@ def test_warmup_runs_before_the_version_is_ready_and_is_not_counted(tmp_path, st
                          inputs { key: "X" value: { data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } } } ]""")
     stack.manager.load_model("warm")
     assert execute_counter.requests_seen["warm"] == 3
-    stats = stack.dataplane.statistics("warm")["model_stats"][0]
-    assert stats["inference_count"] == 0
-    assert stats["inference_stats"]["success"]["count"] == 0
+    (stats,) = stack.dataplane.statistics("warm")
+    assert stats.counts.inference_count == 0
+    assert stats.counts.inference_stats.success.count == 0
     response = stack.dataplane.infer(_request("warm", [[1.0, 2.0]]))
     np.testing.assert_array_equal(response.outputs[0].data, [[1.0, 2.0]])
 

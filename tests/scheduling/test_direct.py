@@ -64,8 +64,8 @@ def test_a_base_exception_from_execute_fails_only_its_request(raised) -> None:
     )
     response = scheduler.infer(request(2))
     np.testing.assert_array_equal(response.outputs[0].data, [4, 4, 4])
-    stats = scheduler.statistics.as_dict("m", "1")["inference_stats"]
-    assert (stats["fail"]["count"], stats["success"]["count"]) == (1, 1)
+    stats = scheduler.statistics.snapshot().inference_stats
+    assert (stats.fail.count, stats.success.count) == (1, 1)
 
 
 def test_a_request_cancelled_while_waiting_for_the_instance_is_not_run() -> None:
@@ -97,5 +97,5 @@ def test_a_request_cancelled_while_waiting_for_the_instance_is_not_run() -> None
         "model 'm' version 1: request cancelled: its client gave up while it waited; not run"
     )
     assert [len(batch) for batch in instance.batches] == [1]
-    stats = scheduler.statistics.as_dict("m", "1")["inference_stats"]
-    assert (stats["fail"]["count"], stats["success"]["count"]) == (1, 1)
+    stats = scheduler.statistics.snapshot().inference_stats
+    assert (stats.fail.count, stats.success.count) == (1, 1)

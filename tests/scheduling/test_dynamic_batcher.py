@@ -73,10 +73,10 @@ def test_requests_waiting_together_leave_as_one_batch():
         assert caller.error is None
         assert caller.response.id == str(value)
         np.testing.assert_array_equal(caller.response.outputs[0].data, np.full((1, 3), 2.0 * value))
-    stats = batcher.statistics.as_dict("m", "1")
-    assert stats["execution_count"] == 2
-    assert stats["inference_count"] == 6
-    assert [b["batch_size"] for b in stats["batch_stats"]] == [1, 5]
+    stats = batcher.statistics.snapshot()
+    assert stats.execution_count == 2
+    assert stats.inference_count == 6
+    assert [b.batch_size for b in stats.batch_stats] == [1, 5]
     batcher.close()
 
 
@@ -137,7 +137,7 @@ def test_full_queue_rejects_with_a_clear_error():
     for caller in [first, *queued]:
         caller.join(10)
         assert caller.error is None
-    assert batcher.statistics.as_dict("m", "1")["inference_stats"]["fail"]["count"] == 1
+    assert batcher.statistics.snapshot().inference_stats.fail.count == 1
     batcher.close()
 
 
@@ -267,8 +267,8 @@ def test_a_request_cancelled_while_queued_is_answered_and_never_run():
     )
     np.testing.assert_array_equal(callers[1].response.outputs[0].data, np.full((1, 3), 4.0))
     assert [[r.id for r in batch] for batch in instance.batches] == [["0.0"], ["2"]]
-    stats = batcher.statistics.as_dict("m", "1")["inference_stats"]
-    assert (stats["fail"]["count"], stats["success"]["count"]) == (1, 2)
+    stats = batcher.statistics.snapshot().inference_stats
+    assert (stats.fail.count, stats.success.count) == (1, 2)
     batcher.close()
 
 

@@ -99,9 +99,8 @@ def test_step_failure_names_the_step_and_keeps_its_code():
 def test_statistics_count_success_and_failure():
     scheduler = scheduler_for(DIAMOND, FakeBranchModels())
     scheduler.infer(request_in([0, 0]))
-    stats = scheduler.statistics.as_dict("diamond", "1")
-    assert stats["inference_stats"]["success"]["count"] == 1
-    assert stats["inference_stats"]["fail"]["count"] == 0
+    stats = scheduler.statistics.snapshot().inference_stats
+    assert (stats.success.count, stats.fail.count) == (1, 0)
 
 
 SELF_CALLING = """
@@ -225,5 +224,4 @@ def test_steps_inherit_the_requests_cancellation_and_none_starts_after_it():
         "its client gave up; the remaining steps were not run"
     )
     assert called == ["first"]
-    stats = scheduler.statistics.as_dict("chain", "1")["inference_stats"]
-    assert stats["fail"]["count"] == 1
+    assert scheduler.statistics.snapshot().inference_stats.fail.count == 1

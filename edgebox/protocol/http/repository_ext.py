@@ -8,6 +8,7 @@ import json
 
 from edgebox.dataplane import DataPlane
 from edgebox.errors import InvalidArgument
+from edgebox.protocol.http import render
 from edgebox.protocol.http.messages import HttpRequest, HttpResponse
 from edgebox.protocol.http.request_json import parse_object
 
@@ -17,7 +18,8 @@ def index(dataplane: DataPlane, request: HttpRequest) -> HttpResponse:
     ready = body.get("ready", False)
     if not isinstance(ready, bool):
         raise InvalidArgument("repository index: 'ready' must be true or false")
-    return HttpResponse(200, [json.dumps(dataplane.repository_index(ready_only=ready)).encode()])
+    entries = dataplane.repository_index(ready_only=ready)
+    return HttpResponse(200, [json.dumps(render.repository_index(entries)).encode()])
 
 
 def load(dataplane: DataPlane, request: HttpRequest, name: str) -> HttpResponse:

@@ -1,6 +1,6 @@
 """The KServe v2 HTTP endpoints and Triton's extensions, mapped onto dataplane
 verbs. Routing is by path segments; nothing here knows about models beyond
-what the dataplane answers.
+what the dataplane answers, and ``render`` turns its typed answers into JSON.
 
 Routes (``{v}`` optional everywhere it appears, as ``/versions/{v}``)::
 
@@ -24,7 +24,7 @@ from http import HTTPStatus
 
 from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError, InvalidArgument, NotFound
-from edgebox.protocol.http import infer_codec, repository_ext
+from edgebox.protocol.http import infer_codec, render, repository_ext
 from edgebox.protocol.http.error_map import error_response
 from edgebox.protocol.http.messages import HttpRequest, HttpResponse, json_error_response
 
@@ -71,13 +71,13 @@ class V2Handlers:
             return self._model_route(request, method, parts[2], parts[3:])
         route = "/".join(parts[1:])
         if route == "" and method == "GET":
-            return _json(self.dataplane.server_metadata())
+            return _json(render.server_metadata(self.dataplane.server_metadata()))
         if route == "health/live" and method == "GET":
             return _status(self.dataplane.live())
         if route == "health/ready" and method == "GET":
             return _status(self.dataplane.ready())
         if route == "models/stats" and method == "GET":
-            return _json(self.dataplane.statistics())
+            return _json(render.statistics(self.dataplane.statistics()))
         if route == "repository/index" and method == "POST":
             return repository_ext.index(self.dataplane, request)
         if len(parts) == 5 and parts[1:3] == ["repository", "models"] and method == "POST":
@@ -114,13 +114,13 @@ class V2Handlers:
         if method != "GET":
             return _wrong_method(request)
         if action == "":
-            return _json(self.dataplane.model_metadata(name, version))
+            return _json(render.model_metadata(self.dataplane.model_metadata(name, version)))
         if action == "ready":
             return _status(self.dataplane.model_ready(name, version))
         if action == "config":
-            return _json(self.dataplane.model_config(name, version))
+            return _json(render.model_config(self.dataplane.model_config(name, version)))
         if action == "stats":
-            return _json(self.dataplane.statistics(name, version))
+            return _json(render.statistics(self.dataplane.statistics(name, version)))
         return _not_found(request)
 
     def _infer(self, request: HttpRequest, name: str, version: str) -> HttpResponse:

@@ -12,6 +12,7 @@ import pytest
 from edgebox.backends import BackendCatalog
 from edgebox.backends.base import Backend
 from edgebox.dataplane import DataPlane
+from edgebox.dataplane_results import RepositoryIndexEntry
 from edgebox.errors import Unavailable
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
@@ -63,13 +64,8 @@ def test_placement_reaches_the_metadata_the_index_and_the_log(jetson, served, ca
     note = "layer placement: DLA core 0: 1 layer; GPU fallback: 1 layer (Softmax_10)"
     status = registry.statuses("lane")[1]
     assert (status.state, status.reason) == (ModelState.READY, note)
-    assert {
-        "name": "lane",
-        "version": "1",
-        "state": "READY",
-        "reason": note,
-    } in dataplane.repository_index()
-    assert dataplane.model_metadata("lane")["notes"] == [note]
+    assert RepositoryIndexEntry("lane", "1", ModelState.READY, note) in dataplane.repository_index()
+    assert dataplane.model_metadata("lane").notes == (note,)
     assert f"model 'lane' version 1: READY ({note})" in caplog.text
 
 
