@@ -3,7 +3,7 @@
 
 Flags take Triton's names where Triton has the flag (``--model-repository``,
 ``--model-control-mode``, ``--repository-poll-secs``, ``--load-model``,
-``--http-port``, ``--log-verbose``, ``--strict-readiness``,
+``--http-port``, ``--grpc-port``, ``--log-verbose``, ``--strict-readiness``,
 ``--exit-timeout-secs``, ``--http-restricted-api``, ``--grpc-restricted-protocol``),
 so a tritonserver command line mostly carries over.
 """
@@ -84,7 +84,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="slowest request body upload or response download accepted (65536)",
     )
     serve.add_argument(
-        "--max-request-bytes", default=keep, help="largest request body accepted (default 64 MiB)"
+        "--grpc-port", default=keep, help="gRPC port (default 8001; 0 = any free port)"
+    )
+    serve.add_argument(
+        "--grpc-thread-count", default=keep, help="threads doing gRPC requests' work (32)"
+    )
+    serve.add_argument(
+        "--grpc-max-concurrent-streams",
+        default=keep,
+        help="calls one gRPC connection may have open at once (128)",
+    )
+    serve.add_argument(
+        "--max-request-bytes",
+        default=keep,
+        help="largest HTTP request body or gRPC message accepted (default 64 MiB)",
     )
     serve.add_argument(
         "--strict-readiness", default=keep, help="true: ready only while every model is ready"
@@ -131,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=keep,
         metavar="API[,API...]:KEY=VALUE",
-        help="as in Triton, for gRPC (validated now; applies once gRPC is served)",
+        help="as in Triton: these gRPC APIs need metadata triton-grpc-protocol-KEY: VALUE "
+        "(repeatable)",
     )
     serve.add_argument(
         "--api-key-file",

@@ -22,6 +22,8 @@ from edgebox.lifecycle.limits import LoadLimits, default_max_threads_per_instanc
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.protocol.access_policy import AccessPolicy
+from edgebox.protocol.grpc.access import grpc_policy
+from edgebox.protocol.grpc.server import GrpcServer
 from edgebox.protocol.http.access import HttpAccessControl
 from edgebox.protocol.http.infer_codec import HEADER_LENGTH
 from edgebox.protocol.http.server import HttpServer
@@ -77,6 +79,16 @@ class Daemon:
             max_body_bytes_in_flight=settings.http_max_body_bytes_in_flight or None,
             align_body_at=_binary_part_offset,
         )
+        self.grpc_access = grpc_policy(settings.grpc_restricted_protocol, settings.api_key_file)
+        self.grpc = GrpcServer(
+            self.dataplane,
+            self.grpc_access,
+            settings.host,
+            settings.grpc_port,
+            max_message_bytes=settings.max_request_bytes,
+            thread_count=settings.grpc_thread_count,
+            max_concurrent_streams=settings.grpc_max_concurrent_streams,
+        )
         self.streams = StreamManager(settings.streams, self.dataplane, self.bus)
         self.poller: RepositoryPoller | None = None
         self._stop = threading.Event()
@@ -93,6 +105,12 @@ class Daemon:
         port = self.http.start()
         log.info("HTTP service listening on %s:%d", settings.host, port)
         log.info("HTTP access: %s", self.access.describe())
+        try:
+            grpc_port = self.grpc.start()
+        except OSError:
+            self.http.stop(0)
+            raise
+        log.info("GRPC service listening on %s:%d", settings.host, grpc_port)
         mode = settings.model_control_mode
         loader = threading.Thread(target=self._load_initial, name="initial-load", daemon=True)
         loader.start()
@@ -119,7 +137,8 @@ class Daemon:
                 notify("WATCHDOG=1")
             else:
                 log.error(
-                    "HTTP accept loop or repository poller has died; not feeding the watchdog"
+                    "HTTP accept loop, gRPC server or repository poller has died; "
+                    "not feeding the watchdog"
                 )
         self.shutdown()
         return 0
@@ -143,7 +162,7 @@ class Daemon:
         """What the systemd watchdog vouches for: requests are still accepted and
         (in poll mode) the repository is still followed."""
         poller_ok = self.poller is None or self.poller.alive
-        return self.http.accepting and poller_ok
+        return self.http.accepting and self.grpc.accepting and poller_ok
 
     def shutdown(self) -> None:
         """Stop within ``exit_timeout_secs`` in all: loads in progress are
@@ -161,7 +180,9 @@ class Daemon:
         self.dataplane.mark_stopping()
         if self.poller is not None:
             self.poller.stop(max(0.0, deadline - time.monotonic()))
+        self.grpc.begin_stop(max(0.0, deadline - time.monotonic()))
         self.http.stop(max(0.0, deadline - time.monotonic()))
+        self.grpc.stop(max(0.0, deadline - time.monotonic()))
         if not self.manager.unload_all(max(0.0, deadline - time.monotonic())):
             log.warning("exit timeout reached with requests still running; exiting anyway")
         log.info("stopped")

@@ -83,7 +83,7 @@ class Settings:
     load_model: tuple[str, ...] = ()
     """Models to load at start in explicit mode; ``*`` means all."""
     host: str = "0.0.0.0"
-    """Address the HTTP service binds."""
+    """Address the HTTP and gRPC services bind."""
     http_port: int = 8000
     """HTTP port (KServe v2); 0 picks a free port and logs it."""
     http_max_connections: int = 1024
@@ -109,7 +109,8 @@ class Settings:
     taken at that rate is abandoned. 64 KiB/s passes a 64 MiB upload over any
     working link and cuts a client trickling bytes to hold the connection."""
     max_request_bytes: int = 64 * 1024 * 1024
-    """Largest request body accepted; larger ones are refused before being read."""
+    """Largest request body (HTTP) or request message (gRPC) accepted; larger
+    ones are refused before being read."""
     http_max_body_bytes_in_flight: int = 0
     """Request body bytes held at once across every connection, from the
     moment a body's size is known until its request is done with it; a body
@@ -117,6 +118,20 @@ class Settings:
     declaring large bodies and sending them slowly cannot exhaust memory.
     0: four times ``max_request_bytes``, at least 256 MiB. Bodies under 64 KiB
     are not counted."""
+    grpc_port: int = 8001
+    """gRPC port (KServe v2 ``inference.GRPCInferenceService``, as Triton
+    serves it); 0 picks a free port and logs it."""
+    grpc_thread_count: int = 32
+    """Threads doing gRPC requests' work (decoding, the model call, encoding):
+    a request holds one from the moment it has fully arrived until its answer
+    is encoded, including its wait in a model's queue, so this bounds the gRPC
+    requests in flight. An open ``ModelStreamInfer`` stream holds none while
+    it waits for its next request."""
+    grpc_max_concurrent_streams: int = 128
+    """Calls one gRPC connection may have open at once (HTTP/2's
+    ``SETTINGS_MAX_CONCURRENT_STREAMS``; a ``ModelStreamInfer`` stream is one
+    call however many requests it carries): a client's further calls wait on
+    its side until one ends."""
     strict_readiness: bool = False
     """Report ready only while every model has a ready version (Triton's default
     is true; an appliance with one broken model should still take traffic)."""
@@ -162,9 +177,9 @@ class Settings:
     the appliance default for it (see ``api_key_file``). In the environment,
     groups are separated by whitespace."""
     grpc_restricted_protocol: tuple[str, ...] = ()
-    """Triton's ``--grpc-restricted-protocol`` groups, same form and API names
-    (the gRPC header is ``triton-grpc-protocol-KEY``). Validated and kept now;
-    it takes effect when the gRPC endpoint arrives."""
+    """Triton's ``--grpc-restricted-protocol`` groups, same form and API names:
+    a call to a listed API needs metadata ``triton-grpc-protocol-KEY`` holding
+    VALUE (gRPC metadata keys are lower case, so KEY should be too)."""
     api_key_file: Path | None = None
     """A file holding the appliance's API key (one line, at least 16 printable
     characters; not readable by every user). Without it, model-repository,
@@ -301,6 +316,17 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
         raise fail("repository_poll_secs", f"must be > 0, got {settings.repository_poll_secs}")
     if not 0 <= settings.http_port <= 65535:
         raise fail("http_port", f"must be 0..65535, got {settings.http_port}")
+    if not 0 <= settings.grpc_port <= 65535:
+        raise fail("grpc_port", f"must be 0..65535, got {settings.grpc_port}")
+    if settings.grpc_port and settings.grpc_port == settings.http_port:
+        raise fail("grpc_port", f"must differ from http_port, both are {settings.grpc_port}")
+    if not 1 <= settings.grpc_thread_count <= 1024:
+        raise fail("grpc_thread_count", f"must be 1..1024, got {settings.grpc_thread_count}")
+    if settings.grpc_max_concurrent_streams < 1:
+        raise fail(
+            "grpc_max_concurrent_streams",
+            f"must be >= 1, got {settings.grpc_max_concurrent_streams}",
+        )
     if settings.http_max_connections < 1:
         raise fail("http_max_connections", "must be >= 1")
     if settings.http_max_connections_per_client < 1:

@@ -1,6 +1,7 @@
 """Runs the real daemon (``python -m edgebox serve``) as a child process on
-127.0.0.1 for end-to-end tests: binds port 0, reads the bound port from the log,
-waits on ``/v2/health/ready`` against a deadline, and stops with SIGTERM."""
+127.0.0.1 for end-to-end tests: binds port 0 for HTTP and gRPC, reads the bound
+ports from the log, waits on ``/v2/health/ready`` against a deadline, and stops
+with SIGTERM."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 _LISTENING = re.compile(r"HTTP service listening on [^\s:]+:(\d+)")
+_GRPC_LISTENING = re.compile(r"GRPC service listening on [^\s:]+:(\d+)")
 
 
 def wait_for(
@@ -43,10 +45,15 @@ class DaemonProcess:
         self.env = env
         self.process: subprocess.Popen | None = None
         self.port = 0
+        self.grpc_port = 0
 
     @property
     def url(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
 
     def start(self, wait_ready: bool = True) -> DaemonProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **(self.env or {})}
@@ -62,6 +69,8 @@ class DaemonProcess:
             "127.0.0.1",
             "--http-port",
             "0",
+            "--grpc-port",
+            "0",
             "--config",
             str(self._empty_config()),
             *self.args,
@@ -73,6 +82,13 @@ class DaemonProcess:
         self.port = int(
             wait_for(self._bound_port, 30, what=f"the daemon to listen ({self.log_path})")
         )
+        self.grpc_port = int(
+            wait_for(
+                lambda: self._bound_port(_GRPC_LISTENING),
+                30,
+                what=f"the daemon to listen for gRPC ({self.log_path})",
+            )
+        )
         if wait_ready:
             wait_for(self.is_ready, 60, what="/v2/health/ready")
         return self
@@ -82,10 +98,10 @@ class DaemonProcess:
         path.write_text("{}\n")
         return path
 
-    def _bound_port(self) -> int | None:
+    def _bound_port(self, pattern: re.Pattern = _LISTENING) -> int | None:
         if self.process.poll() is not None:
             raise AssertionError(f"daemon exited with {self.process.returncode}:\n{self.log()}")
-        match = _LISTENING.search(self.log())
+        match = pattern.search(self.log())
         return int(match.group(1)) if match else None
 
     def is_ready(self) -> bool:

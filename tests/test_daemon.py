@@ -50,12 +50,25 @@ def test_notifies_ready_feeds_watchdog_and_says_stopping(tmp_path: Path, start_d
 
 def test_watchdog_health_follows_the_accept_loop(tmp_path: Path):
     add_add_sub(tmp_path)
-    daemon = Daemon(Settings(model_repository=tmp_path, host="127.0.0.1", http_port=0))
+    daemon = Daemon(Settings(model_repository=tmp_path, host="127.0.0.1", http_port=0, grpc_port=0))
     assert not daemon.healthy()
     daemon.http.start()
+    daemon.grpc.start()
     assert daemon.healthy()
     daemon.http.stop(1)
     assert not daemon.healthy()
+    daemon.grpc.stop(1)
+
+
+def test_watchdog_health_follows_the_grpc_server(tmp_path: Path):
+    add_add_sub(tmp_path)
+    daemon = Daemon(Settings(model_repository=tmp_path, host="127.0.0.1", http_port=0, grpc_port=0))
+    daemon.http.start()
+    daemon.grpc.start()
+    assert daemon.healthy()
+    daemon.grpc.stop(1)
+    assert not daemon.healthy()
+    daemon.http.stop(1)
 
 
 SLOW_INITIALIZE = """
@@ -88,6 +101,7 @@ def test_stop_during_a_slow_initial_load_returns_within_the_exit_timeout(tmp_pat
         model_control_mode="none",
         host="127.0.0.1",
         http_port=0,
+        grpc_port=0,
         exit_timeout_secs=1,
     )
     daemon = Daemon(settings)

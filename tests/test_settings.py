@@ -244,6 +244,38 @@ def test_out_of_range_port_names_its_source() -> None:
     )
 
 
+def test_grpc_settings_default_to_triton_port_and_http_like_limits() -> None:
+    loaded = load_settings({}, environ={})
+    assert (loaded.grpc_port, loaded.grpc_thread_count) == (8001, 32)
+    assert loaded.grpc_max_concurrent_streams == 128
+
+
+def test_out_of_range_grpc_port_names_its_source() -> None:
+    assert settings_error(environ={"EDGEBOX_GRPC_PORT": "-1"}) == (
+        "setting 'grpc_port' (EDGEBOX_GRPC_PORT): must be 0..65535, got -1"
+    )
+
+
+def test_grpc_port_equal_to_http_port_is_refused() -> None:
+    assert settings_error(flags={"http_port": "9000", "grpc_port": "9000"}) == (
+        "setting 'grpc_port' (--grpc-port): must differ from http_port, both are 9000"
+    )
+    assert load_settings({"http_port": "0", "grpc_port": "0"}, environ={}).grpc_port == 0
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("grpc_thread_count", "0", "must be 1..1024, got 0"),
+        ("grpc_thread_count", "1025", "must be 1..1024, got 1025"),
+        ("grpc_max_concurrent_streams", "0", "must be >= 1, got 0"),
+    ],
+)
+def test_grpc_limits_out_of_range_are_refused(key: str, value: str, expected: str) -> None:
+    flag = "--" + key.replace("_", "-")
+    assert settings_error(flags={key: value}) == f"setting '{key}' ({flag}): {expected}"
+
+
 def test_unknown_control_mode_lists_the_choices(tmp_path: Path) -> None:
     config_file = yaml_file(tmp_path, "model_control_mode: auto\n")
     assert settings_error(config_file=config_file) == (

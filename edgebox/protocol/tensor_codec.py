@@ -31,17 +31,24 @@ even in a tensor that a zero dimension leaves empty."""
 
 
 def decode_tensor(
-    where: str, datatype: str, shape: list[int], count: int, raw: memoryview
+    where: str,
+    datatype: str,
+    shape: list[int],
+    count: int,
+    raw: memoryview,
+    size_field: str = "binary_data_size",
 ) -> np.ndarray:
     """``count`` elements of ``shape`` (as ``element_count`` checked
-    it) from ``raw``; fixed-size types become a view over ``raw``."""
+    it) from ``raw``; fixed-size types become a view over ``raw``.
+    ``size_field`` names what told the size of ``raw`` in the client's message
+    (HTTP: ``binary_data_size``; gRPC: the ``raw_input_contents`` entry)."""
     if datatype == "BYTES":
         return _decode_bytes(where, shape, count, raw)
     dtype = numpy_dtype(datatype)
     expected = count * dtype.itemsize
     if len(raw) != expected:
         raise InvalidArgument(
-            f"{where}: binary_data_size is {len(raw)} but shape {shape} of {datatype} "
+            f"{where}: {size_field} is {len(raw)} but shape {shape} of {datatype} "
             f"needs {expected} bytes"
         )
     return np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)

@@ -1,0 +1,313 @@
+"""``inference.GRPCInferenceService``: each RPC checks access, then calls the
+dataplane verb its HTTP route calls and renders the result.
+
+Runs on the gRPC server's event loop (``server.GrpcServer``). Anything that
+may block (a model call, a load, a repository scan, a registry lookup) runs
+on the worker pool, so an open stream or a slow load never holds the loop;
+``live`` and ``ready`` read two flags and answer on the loop.
+
+``ModelStreamInfer`` answers each request of a stream with exactly one
+``ModelStreamInferResponse``: the response, or ``error_message`` with the text
+a unary call would carry, as Triton does. Up to ``stream_in_flight`` requests
+of one stream run at once and are answered as they finish (a client matches
+them by ``id``), so a stream can fill a dynamic batch. At shutdown a stream
+stops reading, answers what it read, then ends UNAVAILABLE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Executor
+from typing import Any, TypeVar
+
+import grpc
+from tritonclient.grpc import service_pb2 as pb
+from tritonclient.grpc import service_pb2_grpc
+
+from edgebox.dataplane import DataPlane
+from edgebox.errors import EdgeboxError, InvalidArgument, NotFound, Unavailable, Unsupported
+from edgebox.protocol.access_policy import AccessPolicy
+from edgebox.protocol.grpc import infer_codec, render
+from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
+from edgebox.protocol.grpc.error_map import status_of
+
+log = logging.getLogger("edgebox.grpc")
+
+T = TypeVar("T")
+
+SHUTTING_DOWN = "the server is shutting down; this stream takes no more requests"
+"""How a stream open at shutdown ends (UNAVAILABLE), once the requests it
+had sent are answered."""
+
+INTERNAL_ERROR = "internal server error"
+"""What a client is told when a call fails unexpectedly (the log says more)."""
+
+
+class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
+    """The servicer: its coroutines run on the server's event loop, their
+    blocking work on ``pool`` (shared by every call)."""
+
+    def __init__(
+        self,
+        dataplane: DataPlane,
+        policy: AccessPolicy,
+        pool: Executor,
+        stream_in_flight: int = 32,
+    ) -> None:
+        self._dataplane = dataplane
+        self._policy = policy
+        self._pool = pool
+        self._stream_in_flight = max(1, stream_in_flight)
+        self._draining = asyncio.Event()
+
+    def begin_drain(self) -> None:
+        """Called on the event loop at shutdown: every open stream stops
+        taking requests, answers those it has and ends with OK."""
+        self._draining.set()
+
+    # -- health and metadata ---------------------------------------------------
+
+    async def ServerLive(self, request, context):
+        await self._admit("ServerLive", context)
+        return pb.ServerLiveResponse(live=self._dataplane.live())
+
+    async def ServerReady(self, request, context):
+        await self._admit("ServerReady", context)
+        return pb.ServerReadyResponse(ready=self._dataplane.ready())
+
+    async def ModelReady(self, request, context):
+        await self._admit("ModelReady", context)
+        ready = await self._run(context, self._model_ready, request.name, request.version)
+        return pb.ModelReadyResponse(ready=ready)
+
+    async def ServerMetadata(self, request, context):
+        await self._admit("ServerMetadata", context)
+        return render.server_metadata(self._dataplane.server_metadata())
+
+    async def ModelMetadata(self, request, context):
+        await self._admit("ModelMetadata", context)
+        result = await self._run(
+            context, self._dataplane.model_metadata, request.name, request.version
+        )
+        return render.model_metadata(result)
+
+    async def ModelConfig(self, request, context):
+        await self._admit("ModelConfig", context)
+        config = await self._run(
+            context, self._dataplane.model_config, request.name, request.version
+        )
+        return render.model_config(config)
+
+    async def ModelStatistics(self, request, context):
+        await self._admit("ModelStatistics", context)
+        entries = await self._run(
+            context, self._dataplane.statistics, request.name, request.version
+        )
+        return render.statistics(entries)
+
+    # -- inference ---------------------------------------------------------------
+
+    async def ModelInfer(self, request, context):
+        await self._admit("ModelInfer", context)
+        cancelled = threading.Event()
+        try:
+            return await self._run(context, self._infer, request, cancelled.is_set)
+        except asyncio.CancelledError:
+            # The client left: a request still queued for its model is dropped unrun.
+            cancelled.set()
+            raise
+
+    async def ModelStreamInfer(
+        self, request_iterator: AsyncIterator[pb.ModelInferRequest], context
+    ) -> AsyncIterator[pb.ModelStreamInferResponse]:
+        await self._admit("ModelStreamInfer", context)
+        loop = asyncio.get_running_loop()
+        answers: asyncio.Queue = asyncio.Queue()
+        slots = asyncio.Semaphore(self._stream_in_flight)
+        cancelled = threading.Event()
+        in_flight = 0
+
+        async def read() -> None:
+            nonlocal in_flight
+            try:
+                async for message in request_iterator:
+                    await slots.acquire()
+                    work = loop.run_in_executor(
+                        self._pool, self._stream_answer, message, cancelled.is_set
+                    )
+                    in_flight += 1
+                    work.add_done_callback(answers.put_nowait)
+            finally:
+                answers.put_nowait(None)
+
+        reader = asyncio.ensure_future(read())
+        drain = asyncio.ensure_future(self._draining.wait())
+        drain.add_done_callback(lambda _: reader.cancel())
+        try:
+            reading = True
+            while reading or in_flight:
+                answer = await answers.get()
+                if answer is None:
+                    reading = False
+                    continue
+                in_flight -= 1
+                slots.release()
+                yield answer.result()
+        finally:
+            cancelled.set()
+            drain.cancel()
+            reader.cancel()
+        if self._draining.is_set():
+            await self._fail(context, Unavailable(SHUTTING_DOWN))
+        if not reader.cancelled() and reader.exception() is not None:
+            log.debug("grpc: a stream's requests ended with %r", reader.exception())
+
+    # -- repository extension ----------------------------------------------------
+
+    async def RepositoryIndex(self, request, context):
+        await self._admit("RepositoryIndex", context)
+        entries = await self._run(context, self._dataplane.repository_index, request.ready)
+        return render.repository_index(entries)
+
+    async def RepositoryModelLoad(self, request, context):
+        await self._admit("RepositoryModelLoad", context)
+        parameters = _repository_parameters(request.parameters)
+        await self._run(context, self._dataplane.load_model, request.model_name, parameters)
+        return pb.RepositoryModelLoadResponse()
+
+    async def RepositoryModelUnload(self, request, context):
+        await self._admit("RepositoryModelUnload", context)
+        await self._run(context, self._unload, request.model_name, request.parameters)
+        return pb.RepositoryModelUnloadResponse()
+
+    # -- not served (yet) ----------------------------------------------------------
+
+    async def SystemSharedMemoryStatus(self, request, context):
+        await self._refuse_system_shm("SystemSharedMemoryStatus", context)
+
+    async def SystemSharedMemoryRegister(self, request, context):
+        await self._refuse_system_shm("SystemSharedMemoryRegister", context)
+
+    async def SystemSharedMemoryUnregister(self, request, context):
+        await self._refuse_system_shm("SystemSharedMemoryUnregister", context)
+
+    async def CudaSharedMemoryStatus(self, request, context):
+        await self._refuse_cuda_shm("CudaSharedMemoryStatus", context)
+
+    async def CudaSharedMemoryRegister(self, request, context):
+        await self._refuse_cuda_shm("CudaSharedMemoryRegister", context)
+
+    async def CudaSharedMemoryUnregister(self, request, context):
+        await self._refuse_cuda_shm("CudaSharedMemoryUnregister", context)
+
+    async def TraceSetting(self, request, context):
+        await self._admit("TraceSetting", context)
+        await self._fail(context, Unsupported("TraceSetting: trace settings are not served yet"))
+
+    async def LogSettings(self, request, context):
+        await self._admit("LogSettings", context)
+        await self._fail(context, Unsupported("LogSettings: log settings are not served yet"))
+
+    # -- on the worker pool --------------------------------------------------------
+
+    def _model_ready(self, name: str, version: str) -> bool:
+        """Triton answers ``ready: false`` for a model it does not know, where
+        its HTTP frontend (and edgebox's) answers an error."""
+        try:
+            return self._dataplane.model_ready(name, version)
+        except NotFound:
+            return False
+
+    def _infer(
+        self, message: pb.ModelInferRequest, is_cancelled: Callable[[], bool]
+    ) -> pb.ModelInferResponse:
+        # Model first, as HTTP: an unknown model is NOT_FOUND whatever the inputs say.
+        self._dataplane.check_servable(message.model_name, message.model_version)
+        request = infer_codec.decode_request(message)
+        request.is_cancelled = is_cancelled
+        return infer_codec.encode_response(self._dataplane.infer(request))
+
+    def _stream_answer(
+        self, message: pb.ModelInferRequest, is_cancelled: Callable[[], bool]
+    ) -> pb.ModelStreamInferResponse:
+        """One stream request's answer; never raises."""
+        try:
+            return pb.ModelStreamInferResponse(infer_response=self._infer(message, is_cancelled))
+        except EdgeboxError as error:
+            text = str(error)
+        except BaseException:
+            log.exception("grpc: ModelStreamInfer failed for model '%s'", message.model_name)
+            text = INTERNAL_ERROR
+        return pb.ModelStreamInferResponse(
+            error_message=text, infer_response=pb.ModelInferResponse(id=message.id)
+        )
+
+    def _unload(self, name: str, entries) -> None:
+        parameters = _repository_parameters(entries)
+        dependents = parameters.get("unload_dependents", False)
+        if not isinstance(dependents, bool):
+            raise InvalidArgument(f"unload '{name}': 'unload_dependents' must be true or false")
+        self._dataplane.unload_model(name, dependents)
+
+    # -- plumbing --------------------------------------------------------------------
+
+    async def _admit(self, method: str, context) -> None:
+        """Ends the call with the refusal when the policy refuses it."""
+        denial = self._policy.check(
+            API_OF_METHOD[method],
+            metadata_of(context.invocation_metadata()),
+            peer_address(context.peer()),
+        )
+        if denial is not None:
+            code, details = refusal(denial)
+            await context.abort(code, details)
+
+    async def _run(self, context, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)`` on the pool; an EdgeboxError ends the call with its
+        mapped status and message, anything else with INTERNAL."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, work, *args)
+        except EdgeboxError as error:
+            await self._fail(context, error)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            log.exception("grpc: %s failed", getattr(work, "__name__", work))
+            await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
+        raise AssertionError("context.abort returned")
+
+    async def _fail(self, context, error: EdgeboxError) -> None:
+        code, details = status_of(error)
+        await context.abort(code, details)
+
+    async def _refuse_system_shm(self, method: str, context) -> None:
+        await self._admit(method, context)
+        await self._fail(
+            context,
+            Unsupported(
+                f"{method}: system shared memory is not supported yet; send tensors in "
+                "raw_input_contents"
+            ),
+        )
+
+    async def _refuse_cuda_shm(self, method: str, context) -> None:
+        await self._admit(method, context)
+        await self._fail(
+            context,
+            Unsupported(
+                f"{method}: CUDA shared memory is not supported on this device (Jetson has "
+                "no CUDA IPC); send tensors in raw_input_contents"
+            ),
+        )
+
+
+def _repository_parameters(entries) -> dict:
+    """A ``map<string, ModelRepositoryParameter>`` as a plain dict."""
+    values: dict = {}
+    for key, parameter in entries.items():
+        choice = parameter.WhichOneof("parameter_choice")
+        values[key] = getattr(parameter, choice) if choice else None
+    return values
