@@ -4,12 +4,15 @@ service, the message limit holds, and stop refuses new calls."""
 from __future__ import annotations
 
 import socket
+import threading
+import time
 
 import grpc
 import pytest
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
+from edgebox.errors import Cancelled
 from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.grpc.server import GrpcServer
 
@@ -81,3 +84,40 @@ def test_stop_refuses_new_calls_and_ends_the_loop(serve):
     with pytest.raises(grpc.RpcError) as caught:
         client.ServerLive(pb.ServerLiveRequest(), timeout=5)
     assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+
+
+class WaitForCancelDataPlane(HealthyDataPlane):
+    """infer() returns once its request says the client has gone (or fails
+    after a deadline), and records what it saw."""
+
+    def __init__(self) -> None:
+        self.saw_cancel = threading.Event()
+        self.entered = threading.Event()
+
+    def check_servable(self, name: str, version: str = "") -> None:
+        pass
+
+    def infer(self, request):
+        self.entered.set()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if request.cancelled():
+                self.saw_cancel.set()
+                raise Cancelled("model 'm': the client went away")
+            time.sleep(0.01)
+        raise AssertionError("the request was never marked cancelled")
+
+
+def test_a_call_the_client_abandons_marks_its_request_cancelled():
+    dataplane = WaitForCancelDataPlane()
+    server = GrpcServer(dataplane, AccessPolicy({}), "127.0.0.1", 0)
+    server.start()
+    try:
+        request = pb.ModelInferRequest(model_name="m")
+        with pytest.raises(grpc.RpcError) as caught:
+            stub(server).ModelInfer(request, timeout=0.5)
+        assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+        assert dataplane.entered.is_set()
+        assert dataplane.saw_cancel.wait(10)
+    finally:
+        server.stop(1.0)
