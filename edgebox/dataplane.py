@@ -13,6 +13,7 @@ and Triton's extensions under https://github.com/triton-inference-server/server/
 from __future__ import annotations
 
 import json
+import logging
 import threading
 
 import numpy as np
@@ -33,7 +34,10 @@ from edgebox.lifecycle.states import ModelState
 from edgebox.repository.config import config_from_json
 from edgebox.repository.contained_path import check_model_name
 from edgebox.repository.layout import scan_repository
+from edgebox.responses import Outcome, ResponseContractError, ResponseSink
 from edgebox.tensors import InferRequest, InferResponse, Tensor
+
+log = logging.getLogger(__name__)
 
 EXTENSIONS = [
     "classification",
@@ -118,6 +122,10 @@ class DataPlane:
         self._registry.get(name, version)
 
     def infer(self, request: InferRequest) -> InferResponse:
+        """Unary inference, the response sink's special case: the request's one
+        final response, or its error raised (``Scheduler.infer``). The
+        caller's thread waits here, for a batcher's worker when the model
+        batches, and holds the model version until the answer is in."""
         served = self._registry.acquire(request.model_name, request.model_version)
         try:
             try:
@@ -125,14 +133,43 @@ class DataPlane:
             except EdgeboxError:
                 served.scheduler.statistics.record_request(False, 0)
                 raise
-            response = served.scheduler.infer(request)
-            response.model_name = served.name
-            response.model_version = str(served.version)
-            if any("classification" in o.parameters for o in request.outputs):
-                _classify(response, request, served)
-            return response
+            return _stamped(served.scheduler.infer(request), request, served)
         finally:
             served.exit()
+
+    def infer_stream(self, request: InferRequest, sink: ResponseSink) -> None:
+        """Streaming inference (gRPC ModelStreamInfer, HTTP generate_stream):
+        the request's responses go to ``sink``, the last with ``final=True``
+        (``edgebox/responses.py``); a model that is not decoupled sends
+        exactly one, final.
+
+        Never raises for the request's failure: an unknown model, an invalid
+        request or a failed run arrives as the final error. Sends may come on
+        this thread before ``infer_stream`` returns or from another one after
+        (a batcher's worker), so ``sink`` must be ready before the call. The
+        model version is held, and a reload drains it, until the final.
+        """
+        try:
+            served = self._registry.acquire(request.model_name, request.model_version)
+        except EdgeboxError as exc:
+            sink.send(exc, True)
+            return
+        responses = _ServedResponses(sink, request, served)
+        try:
+            served.signature.check_request(request, served.where)
+        except EdgeboxError as exc:
+            served.scheduler.statistics.record_request(False, 0)
+            responses.send(exc, True)
+            return
+        try:
+            served.scheduler.submit(request, responses)
+        except Exception as exc:
+            if responses.finished:
+                raise
+            log.exception("%s: scheduling a streamed request failed", served.where)
+            responses.send(
+                EdgeboxError(f"{served.where}: request failed: {type(exc).__name__}: {exc}"), True
+            )
 
     def statistics(self, name: str = "", version: str = "") -> list[VersionStatistics]:
         """One entry per served version: of ``name`` (only ``version`` when
@@ -218,6 +255,49 @@ class DataPlane:
                 "model load and unload requests need --model-control-mode explicit; this "
                 f"server runs in '{self._control_mode}' mode"
             )
+
+
+class _ServedResponses:
+    """The dataplane's sink in front of a streamed request's own: stamps each
+    response with the version that ran it (and classifies), releases that
+    version at the final, and refuses a send after it (ResponseContractError)."""
+
+    __slots__ = ("_request", "_served", "_sink", "finished")
+
+    def __init__(self, sink: ResponseSink, request: InferRequest, served: ServedModel) -> None:
+        self._sink = sink
+        self._request = request
+        self._served = served
+        self.finished = False
+
+    def send(self, response: Outcome, final: bool) -> None:
+        if self.finished:
+            raise ResponseContractError(
+                f"{self._served.where}: a response was sent after the final one"
+            )
+        if isinstance(response, InferResponse):
+            try:
+                response = _stamped(response, self._request, self._served)
+            except EdgeboxError as exc:
+                response = exc
+        if not final:
+            self._sink.send(response, False)
+            return
+        self.finished = True
+        try:
+            self._sink.send(response, True)
+        finally:
+            self._served.exit()
+
+
+def _stamped(response: InferResponse, request: InferRequest, served: ServedModel) -> InferResponse:
+    """The response as the client sees it: named after the version that ran
+    it, classified where the request asked (InvalidArgument if it cannot be)."""
+    response.model_name = served.name
+    response.model_version = str(served.version)
+    if any("classification" in o.parameters for o in request.outputs):
+        _classify(response, request, served)
+    return response
 
 
 def _tensor_metadata(spec) -> TensorMetadata:

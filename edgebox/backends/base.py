@@ -3,7 +3,11 @@
 A backend turns a version folder into instances. An ``Instance`` runs a list of
 requests and returns one result per request, in order: a response, or the
 EdgeboxError that request failed with. Raising from ``execute`` fails every
-request of the call; the daemon keeps running either way.
+request of the call; the daemon keeps running either way. The scheduler turns
+that list into one final send per request on the request's response sink
+(``edgebox/responses.py``): unary inference is the sink contract's special case.
+A decoupled model's instance (``DecoupledInstance``) sends through the sinks
+itself instead, zero, one or many responses per request.
 
 ``execute`` gets one request, or a dynamic batch: requests that share input
 names, datatypes and shapes apart from the batch dimension, whose batch sizes
@@ -33,6 +37,7 @@ from typing import Protocol
 
 from edgebox.errors import EdgeboxError
 from edgebox.repository.contained_path import model_file_inside
+from edgebox.responses import ResponseSink
 from edgebox.tensors import InferRequest, InferResponse
 
 InferFunction = Callable[[InferRequest], InferResponse]
@@ -96,6 +101,31 @@ class Instance(Protocol):
 
     def close(self) -> None:
         """Release what the instance holds; called once, after its last execute."""
+
+
+class DecoupledInstance(Protocol):
+    """An instance of a decoupled model (``model_transaction_policy { decoupled:
+    true }``), as python_backend runs one: each request gets its own sink, the
+    model's ``request.get_response_sender()``. The instance sends zero or more
+    responses, then exactly one final (``send(None, final=True)`` when it has no
+    last response), from ``execute_decoupled`` or from a thread it started,
+    after that returned; it reports a request's failure as an error sent, and
+    a send after the final raises ``ResponseContractError`` back at the model.
+    The sinks are the scheduler's: they put each response into client shapes
+    and count it before passing it on.
+
+    Returning ends the call, not the requests: the instance takes the next
+    batch while earlier requests may still be sending. Raising fails every
+    request of the call that has not sent its final yet."""
+
+    def execute_decoupled(
+        self, requests: Sequence[InferRequest], sinks: Sequence[ResponseSink]
+    ) -> None: ...
+
+    def close(self) -> None:
+        """Release what the instance holds; called once, after its last call.
+        A request that has not had its final by then (a drain that timed out)
+        gets one from ``close``, so no sink waits for ever."""
 
 
 class Backend(abc.ABC):

@@ -1,6 +1,7 @@
 """One request, one ``execute``: the scheduler for models without
 ``dynamic_batching``. The request runs on the caller's thread on the first free
-instance, so a lone client pays no thread hand-off.
+instance and its one final response is sent to the sink on that thread before
+``submit`` returns, so a lone client pays no thread hand-off.
 
 Whatever ``execute`` raises, ``BaseException``s included, fails only that
 request (a 500 naming the exception) and the instance goes back to the pool. A
@@ -15,6 +16,7 @@ import time
 
 from edgebox.errors import Cancelled, EdgeboxError
 from edgebox.scheduling.instance_pool import InstancePool
+from edgebox.scheduling.scheduler import SynchronousScheduler
 from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
 from edgebox.tensors import InferRequest, InferResponse
@@ -22,7 +24,7 @@ from edgebox.tensors import InferRequest, InferResponse
 log = logging.getLogger(__name__)
 
 
-class DirectScheduler:
+class DirectScheduler(SynchronousScheduler):
     failure: str | None = None
     """Never set: a failed execute costs one request, never the scheduler."""
 

@@ -17,14 +17,16 @@ full is rejected at once with a clear error rather than growing memory. With
 failed; ``DELAY`` keeps it. ``preserve_ordering`` makes batches complete in the
 order they were formed, as Triton does.
 
-Callers block on their own request; the worker that ran the batch hands each
-its response. A request whose client gave up (``InferRequest.is_cancelled``)
-is dropped, answered CANCELLED, when it would join a batch; like a timed-out
-one it counts as failed. Whatever ``execute`` raises, ``BaseException``s
-included, fails that batch's requests and the worker goes on. Should a worker
-itself die (nothing a model does gets that far), the batcher stops: every
-waiting and later request fails UNAVAILABLE with the reason, kept in
-``failure``, which takes the version out of service until it is reloaded.
+``submit`` queues the request and returns; the worker that ran the batch sends
+each request its one final response (``infer`` waits for it). A request whose
+client gave up (``InferRequest.is_cancelled``) is dropped, answered CANCELLED,
+when it would join a batch; like a timed-out one it counts as failed.
+Whatever ``execute`` raises, ``BaseException``s included, fails that batch's
+requests and the worker goes on. Should a worker itself die (nothing a model
+does gets that far), the batcher stops: every waiting and later request fails
+UNAVAILABLE with the reason, kept in ``failure``, which takes the version out
+of service until it is reloaded. Finals for requests answered from the queue
+(timed out, cancelled) are sent under the queue lock: sinks must be quick.
 
 The instance's ``execute`` gets the batch as a list of requests, as Triton's
 backends do: the python backend passes the list to ``model.py``, ONNX Runtime
@@ -43,11 +45,13 @@ from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends.base import Instance
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
+from edgebox.responses import Outcome, ResponseSink
 from edgebox.scheduling.direct import cancelled_error, describe, finish_response
 from edgebox.scheduling.instance_pool import InstancePool
+from edgebox.scheduling.scheduler import Scheduler
 from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
-from edgebox.tensors import InferRequest, InferResponse
+from edgebox.tensors import InferRequest
 
 log = logging.getLogger(__name__)
 
@@ -58,31 +62,32 @@ _REJECT = model_config_pb2.ModelQueuePolicy.REJECT
 
 
 class _Pending:
-    """One request waiting for its batch; completed by a worker thread."""
+    """One request waiting for its batch. ``result`` is set by the worker that
+    decides it; ``sink`` is None once the final was sent, so none is sent twice."""
 
-    __slots__ = (
-        "batch",
-        "deadline_ns",
-        "done",
-        "enqueued_ns",
-        "error",
-        "key",
-        "request",
-        "response",
-    )
+    __slots__ = ("batch", "deadline_ns", "enqueued_ns", "key", "request", "result", "sink")
 
-    def __init__(self, request: InferRequest, enqueued_ns: int, deadline_ns: int | None) -> None:
+    def __init__(
+        self,
+        request: InferRequest,
+        sink: ResponseSink,
+        enqueued_ns: int,
+        deadline_ns: int | None,
+    ) -> None:
         self.request = request
+        self.sink: ResponseSink | None = sink
         self.batch = request.inputs[0].data.shape[0] if request.inputs else 1
         self.key = tuple(sorted((t.name, t.datatype, t.data.shape[1:]) for t in request.inputs))
         self.enqueued_ns = enqueued_ns
         self.deadline_ns = deadline_ns
-        self.done = threading.Event()
-        self.response: InferResponse | None = None
-        self.error: EdgeboxError | None = None
+        self.result: Outcome = None
+
+    @property
+    def failed(self) -> bool:
+        return isinstance(self.result, EdgeboxError)
 
 
-class DynamicBatcher:
+class DynamicBatcher(Scheduler):
     def __init__(self, pool: InstancePool, signature: ModelSignature, config, where: str) -> None:
         self.statistics = ModelStatistics()
         self._signature = signature
@@ -119,27 +124,34 @@ class DynamicBatcher:
     def queue_size(self) -> int:
         return len(self._queue)
 
-    def infer(self, request: InferRequest) -> InferResponse:
+    def submit(self, request: InferRequest, sink: ResponseSink) -> None:
+        """Queue the request and return; a worker sends its final response.
+        A request refused at the door (queue full, bad ``timeout``, batcher
+        stopped or closing) gets its error on the caller's thread."""
         now = time.perf_counter_ns()
-        pending = _Pending(request, now, self._deadline(request, now))
+        try:
+            pending = _Pending(request, sink, now, self._deadline(request, now))
+        except EdgeboxError as exc:
+            sink.send(exc, True)
+            return
+        refused = None
         with self._ready:
             if self.failure is not None:
                 self.statistics.record_request(False, 0)
-                raise Unavailable(self.failure)
-            if self._closed:
-                raise Unavailable(f"{self._where}: the model is being unloaded")
-            if len(self._queue) >= self._max_queue:
+                refused = Unavailable(self.failure)
+            elif self._closed:
+                refused = Unavailable(f"{self._where}: the model is being unloaded")
+            elif len(self._queue) >= self._max_queue:
                 self.statistics.record_request(False, 0)
-                raise Unavailable(
+                refused = Unavailable(
                     f"{self._where}: request rejected, the queue is full "
                     f"({self._max_queue} requests waiting; max_queue_size)"
                 )
-            self._queue.append(pending)
-            self._ready.notify()
-        pending.done.wait()
-        if pending.error is not None:
-            raise pending.error
-        return pending.response
+            else:
+                self._queue.append(pending)
+                self._ready.notify()
+        if refused is not None:
+            sink.send(refused, True)
 
     def close(self) -> None:
         """Stop the workers once the queue is empty, then close the instances."""
@@ -182,12 +194,12 @@ class DynamicBatcher:
                     error = EdgeboxError(f"{self._where}: batch failed: {describe(exc)}")
                     now = time.perf_counter_ns()
                     for pending in batch:
-                        if pending.response is None and pending.error is None:
-                            pending.error = error
+                        if pending.result is None:
+                            pending.result = error
                             self.statistics.record_request(False, now - pending.enqueued_ns)
                 self._complete(batch, sequence)
         except BaseException as exc:
-            self._stop_serving(exc, [p for p in batch if not p.done.is_set()])
+            self._stop_serving(exc, [p for p in batch if p.sink is not None])
 
     def _stop_serving(self, exc: BaseException, stranded: list[_Pending]) -> None:
         """A worker died: fail its batch, what waits and everything after it, loudly."""
@@ -197,9 +209,9 @@ class DynamicBatcher:
             stranded += self._queue
             self._queue.clear()
         for pending in stranded:
-            pending.error = Unavailable(self.failure)
+            pending.result = Unavailable(self.failure)
             self.statistics.record_request(False, time.perf_counter_ns() - pending.enqueued_ns)
-            pending.done.set()
+            self._send(pending)
         with self._in_order:
             self._in_order.notify_all()
 
@@ -252,12 +264,12 @@ class DynamicBatcher:
         for pending in late:
             self._queue.remove(pending)
             waited_us = (now - pending.enqueued_ns) // 1000
-            pending.error = Unavailable(
+            pending.result = Unavailable(
                 f"{self._where}: request timed out after waiting {waited_us} us in the queue "
                 "(default_queue_policy timeout)"
             )
             self.statistics.record_request(False, now - pending.enqueued_ns)
-            pending.done.set()
+            self._send(pending)
 
     def _drop_cancelled(self, chosen: list[_Pending], now: int) -> bool:
         """Answer and unqueue the chosen requests whose client gave up; True
@@ -266,14 +278,15 @@ class DynamicBatcher:
         cancelled = [p for p in chosen if p.request.cancelled()]
         for pending in cancelled:
             self._queue.remove(pending)
-            pending.error = cancelled_error(self._where)
+            pending.result = cancelled_error(self._where)
             self.statistics.record_request(False, now - pending.enqueued_ns)
-            pending.done.set()
+            self._send(pending)
         return bool(cancelled)
 
     def _run(self, instance: Instance, batch: list[_Pending]) -> None:
-        """Execute the batch and leave each request its response or error;
-        ``_complete`` hands them over."""
+        """Execute the batch and leave each request its response or error in
+        ``result``: the adapter from ``execute``'s list to one final per
+        request; ``_complete`` sends them."""
         clock = time.perf_counter_ns
         started = clock()
         requests = [self._signature.to_model_shapes(p.request) for p in batch]
@@ -296,11 +309,11 @@ class DynamicBatcher:
             try:
                 if isinstance(result, EdgeboxError):
                     raise result
-                pending.response = finish_response(
+                pending.result = finish_response(
                     result, pending.request, self._signature, self._where
                 )
             except EdgeboxError as exc:
-                pending.error = exc
+                pending.result = exc
         done = clock()
         items = sum(p.batch for p in batch)
         self.statistics.record_execution(
@@ -308,11 +321,11 @@ class DynamicBatcher:
         )
         for pending in batch:
             self.statistics.record_request(
-                pending.error is None, done - pending.enqueued_ns, started - pending.enqueued_ns
+                not pending.failed, done - pending.enqueued_ns, started - pending.enqueued_ns
             )
 
     def _complete(self, batch: list[_Pending], sequence: int) -> None:
-        """Wake the batch's callers; with ``preserve_ordering`` only after every
+        """Send the batch's finals; with ``preserve_ordering`` only after every
         earlier batch's (unless the batcher stopped, when no order is owed)."""
         if self._preserve_ordering:
             with self._in_order:
@@ -325,7 +338,19 @@ class DynamicBatcher:
         else:
             self._finish(batch)
 
-    @staticmethod
-    def _finish(batch: list[_Pending]) -> None:
+    def _finish(self, batch: list[_Pending]) -> None:
         for pending in batch:
-            pending.done.set()
+            self._send(pending)
+
+    def _send(self, pending: _Pending) -> None:
+        """Send the pending request its final ``result``, once. A sink that
+        raises (a contract bug) is logged: the worker must live on."""
+        sink, pending.sink = pending.sink, None
+        if sink is None:
+            return
+        try:
+            sink.send(pending.result, True)
+        except Exception:
+            log.exception(
+                "%s: the response sink of request '%s' failed", self._where, pending.request.id
+            )

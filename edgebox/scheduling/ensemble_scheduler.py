@@ -6,7 +6,8 @@ shared bounded pool meanwhile. Intermediate tensors stay numpy arrays passed by
 reference: nothing is serialized between steps. Each step goes through the same
 ``infer`` function as a client request, so it is validated, counted in the
 composing model's statistics, and holds that model's version while it runs
-(hot reload drains it like any other request).
+(hot reload drains it like any other request). The ensemble's one final
+response is sent on the caller's thread once the graph finished.
 
 A tensor that more than one reader sees (two steps, or a step and the
 ensemble's outputs) reaches each step as a read-only view, so a model that
@@ -32,6 +33,7 @@ import numpy as np
 from edgebox.backends.base import InferFunction
 from edgebox.errors import Cancelled, EdgeboxError, Unavailable
 from edgebox.scheduling.direct import finish_response
+from edgebox.scheduling.scheduler import SynchronousScheduler
 from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
 from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor
@@ -59,7 +61,7 @@ class _Step:
         self.outputs = dict(step.output_map)
 
 
-class EnsembleScheduler:
+class EnsembleScheduler(SynchronousScheduler):
     failure: str | None = None
     """Never set: an ensemble holds no instances of its own."""
 
