@@ -136,6 +136,7 @@ class ModelSignature:
             id=request.id,
             outputs=request.outputs,
             parameters=request.parameters,
+            is_cancelled=request.is_cancelled,
         )
 
     def to_client_shapes(self, response: InferResponse) -> InferResponse:

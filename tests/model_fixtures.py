@@ -68,3 +68,90 @@ def copy_demo_repository(target: Path) -> Path:
     )
     build_generated_files(target)
     return target
+
+
+DECOUPLED_REPEAT_CONFIG = """
+name: "{name}"
+backend: "python"
+max_batch_size: 0
+model_transaction_policy {{ decoupled: true }}
+input [ {{ name: "IN" data_type: TYPE_INT32 dims: [ -1 ] }} ]
+output [
+  {{ name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] }},
+  {{ name: "IDX" data_type: TYPE_UINT32 dims: [ 1 ] }}
+]
+instance_group [ {{ kind: KIND_CPU count: 1 }} ]
+"""
+
+DECOUPLED_REPEAT_MODEL = """
+import json
+import threading
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    \"\"\"Answers IN = [a, b, ...] with one response per element (OUT, IDX),
+    then the final flag alone. The request parameter 'mode' picks how:
+    'inline' (default) from execute, 'thread' from a thread execute starts,
+    'final_with_last' with the flag on the last response, 'raise' raises
+    from execute, 'hold' never sends the final, 'error' sends an error
+    response first, 'twice' tries a second final and reports the exception.\"\"\"
+
+    def initialize(self, args):
+        self.threads = []
+
+    def execute(self, requests):
+        for request in requests:
+            mode = json.loads(request.parameters()).get("mode", "inline")
+            sender = request.get_response_sender()
+            values = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            if mode == "raise":
+                raise ValueError("no answer today")
+            if mode == "report_cancel":
+                values = values * 0 + int(sender.is_cancelled())
+            if mode == "return":
+                return [pb_utils.InferenceResponse([])]
+            if mode == "thread":
+                thread = threading.Thread(target=self.answer, args=(sender, values, mode))
+                thread.start()
+                self.threads.append(thread)
+            else:
+                self.answer(sender, values, mode)
+        return None
+
+    def answer(self, sender, values, mode):
+        if mode == "error":
+            sender.send(pb_utils.InferenceResponse(error=pb_utils.TritonError("first one failed")))
+        for index, value in enumerate(values):
+            response = pb_utils.InferenceResponse([
+                pb_utils.Tensor("OUT", np.array([value], np.int32)),
+                pb_utils.Tensor("IDX", np.array([index], np.uint32)),
+            ])
+            last = mode == "final_with_last" and index == len(values) - 1
+            sender.send(response, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL if last else 0)
+        if mode == "hold":
+            return
+        if mode != "final_with_last":
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        if mode == "twice":
+            try:
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            except pb_utils.TritonModelException as exc:
+                pb_utils.Logger.log_error("second final: " + exc.message())
+
+    def finalize(self):
+        for thread in self.threads:
+            thread.join()
+"""
+"""A decoupled python model in the shape of python_backend's ``repeat_int32``."""
+
+
+def add_decoupled_repeat(repository: Path, name: str = "repeat") -> Path:
+    return write_model(
+        repository,
+        name,
+        DECOUPLED_REPEAT_CONFIG.format(name=name),
+        {"1/model.py": DECOUPLED_REPEAT_MODEL},
+    )

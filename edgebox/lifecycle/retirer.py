@@ -61,7 +61,11 @@ class VersionRetirer:
             self._registry.set_status(served.name, served.version, ModelState.UNLOADING, reason)
 
         def drain_and_close() -> None:
-            served.wait_drained()
+            # A decoupled model may hold a request for ever; past a grace it fails.
+            grace = getattr(served.scheduler, "unload_grace_s", None)
+            if not served.wait_drained(grace):
+                served.scheduler.abandon(f"the version was retired ({reason})")
+                served.wait_drained()
             self._close(served)
             if replaced or served.version in self._registry.served_versions(served.name):
                 return

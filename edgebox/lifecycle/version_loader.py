@@ -28,6 +28,7 @@ from edgebox.lifecycle.registry import ModelRegistry, ServedModel
 from edgebox.lifecycle.states import ModelState
 from edgebox.lifecycle.warmup import run_warmup
 from edgebox.repository.config import ModelConfig, backend_of
+from edgebox.scheduling.decoupled import DecoupledScheduler
 from edgebox.scheduling.direct import DirectScheduler
 from edgebox.scheduling.dynamic_batcher import DynamicBatcher
 from edgebox.scheduling.ensemble_scheduler import EnsembleScheduler
@@ -158,7 +159,11 @@ class VersionLoader:
             self._instances.release(ticket)
             raise
         pool = InstancePool(instances)
-        if config.HasField("dynamic_batching") and config.max_batch_size > 0:
+        if config.model_transaction_policy.decoupled:
+            if config.HasField("dynamic_batching"):
+                context.notes.append("dynamic_batching ignored: the model is decoupled")
+            scheduler = DecoupledScheduler(pool, signature, context.where)
+        elif config.HasField("dynamic_batching") and config.max_batch_size > 0:
             scheduler = DynamicBatcher(pool, signature, config, context.where)
         else:
             if config.HasField("dynamic_batching"):

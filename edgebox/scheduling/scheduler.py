@@ -24,6 +24,8 @@ class Scheduler(abc.ABC):
     worker died), why, and every request fails UNAVAILABLE with it. The
     registry then reports the version UNAVAILABLE with this reason."""
     _where: str
+    decoupled: bool = False
+    """True for a decoupled model's scheduler: zero or many responses per request."""
 
     @abc.abstractmethod
     def submit(self, request: InferRequest, sink: ResponseSink) -> None:

@@ -23,7 +23,7 @@ from edgebox.backends.base import InstanceSpec, ModelContext
 from edgebox.backends.python import Backend
 from edgebox.backends.python import triton_python_backend_utils as pb_utils
 from edgebox.backends.python.runner import PythonInstance
-from edgebox.errors import EdgeboxError, ErrorCode, NotFound, Unavailable, Unsupported
+from edgebox.errors import EdgeboxError, ErrorCode, NotFound, Unavailable
 from edgebox.repository.config import read_model_config
 from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor
 
@@ -757,38 +757,6 @@ def test_model_config_wrapper_follows_triton_rules() -> None:
     sequence = pb_utils.ModelConfig({"name": "s", "sequence_batching": {}})
     with pytest.raises(ValueError, match="'sequence_batching'"):
         sequence.set_dynamic_batching()
-
-
-DECOUPLED_MESSAGE = (
-    "model 'm' version 1: decoupled models stream responses, which the HTTP endpoint "
-    "cannot carry; gRPC streaming is not served yet"
-)
-
-
-def test_decoupled_config_is_unsupported(tmp_path: Path) -> None:
-    config = ECHO_CONFIG + "model_transaction_policy { decoupled: true }\n"
-    model_dir = write_model(tmp_path, RAISING_MODEL, config)
-    with pytest.raises(Unsupported) as caught:
-        Backend().complete_config(make_context(model_dir))
-    assert str(caught.value) == DECOUPLED_MESSAGE
-    assert str(model_dir / "1") not in sys.path
-
-
-def test_decoupled_set_by_auto_complete_is_unsupported(tmp_path: Path) -> None:
-    model_py = """
-    class TritonPythonModel:
-        @staticmethod
-        def auto_complete_config(config):
-            config.set_model_transaction_policy(dict(decoupled=True))
-            return config
-
-        def execute(self, requests):
-            return None
-    """
-    model_dir = write_model(tmp_path, model_py, ECHO_CONFIG)
-    with pytest.raises(Unsupported) as caught:
-        Backend().complete_config(make_context(model_dir))
-    assert str(caught.value) == DECOUPLED_MESSAGE
 
 
 def test_response_sender_is_refused() -> None:

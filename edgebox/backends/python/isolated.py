@@ -36,7 +36,7 @@ from edgebox.backends.base import InstanceSpec, ModelContext
 from edgebox.backends.python.isolation import IsolationOptions, isolation_of
 from edgebox.backends.python.model_process import EXIT_WAIT_S, ModelProcess, ProcessExited
 from edgebox.backends.python.runner import adopt_completed_config
-from edgebox.errors import EdgeboxError, Unavailable
+from edgebox.errors import EdgeboxError, Unavailable, Unsupported
 from edgebox.tensors import InferRequest, InferResponse
 
 _log = logging.getLogger("edgebox.backends.python.isolated")
@@ -60,6 +60,12 @@ class IsolatedBackend(base.Backend):
         try:
             completed = process.complete_config(context)
             adopt_completed_config(context, completed)
+            if context.config.model_transaction_policy.decoupled:
+                raise Unsupported(
+                    f"{context.where}: a decoupled model cannot run isolated (EDGEBOX_ISOLATION "
+                    "'process'): its response sender exists in the daemon's process only; "
+                    "run it 'in_process'"
+                )
         except ProcessExited:
             code = process.wait(EXIT_WAIT_S)
             process.release()

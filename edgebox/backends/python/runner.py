@@ -49,9 +49,10 @@ from google.protobuf import json_format
 from edgebox.backends import base
 from edgebox.backends.base import InstanceSpec, ModelContext
 from edgebox.backends.python import triton_python_backend_utils as pb_utils
-from edgebox.errors import EdgeboxError, Unavailable, Unsupported
+from edgebox.errors import EdgeboxError, Unavailable
 from edgebox.repository.config import ModelConfig, config_to_dict
 from edgebox.repository.config_rules import check_model_config
+from edgebox.responses import ResponseSink
 from edgebox.tensors import InferRequest, InferResponse
 
 try:
@@ -98,11 +99,6 @@ class Backend(base.Backend):
             auto_complete = getattr(loaded.model_class, "auto_complete_config", None)
             if auto_complete is not None:
                 _auto_complete(context, auto_complete)
-            if context.config.model_transaction_policy.decoupled:
-                raise Unsupported(
-                    f"{context.where}: decoupled models stream responses, which the HTTP "
-                    "endpoint cannot carry; gRPC streaming is not served yet"
-                )
         except BaseException:
             self.unload(context)
             raise
@@ -209,6 +205,60 @@ class PythonInstance:
             for response, request, pb_request in zip(returned, requests, pb_requests, strict=True)
         ]
 
+    def execute_decoupled(
+        self, requests: Sequence[InferRequest], sinks: Sequence[ResponseSink]
+    ) -> None:
+        """``DecoupledInstance``: each request gets a response sender that
+        sends to its sink. ``execute`` must return None; when it raises (or
+        returns something), the requests whose sender is still open fail with
+        that error; a thread the model started may still be sending to the others."""
+        pb_requests = []
+        senders = []
+        for request, sink in zip(requests, sinks, strict=True):
+            pb_request = pb_utils.InferenceRequest._wrap(
+                request, self._model_name, self._model_version, self._output_names
+            )
+            sender = pb_utils.InferenceResponseSender(
+                self._deliverer(request, pb_request, sink), request.is_cancelled
+            )
+            pb_request._response_sender = sender
+            pb_requests.append(pb_request)
+            senders.append(sender)
+        try:
+            returned = self._model.execute(pb_requests)
+        except BaseException as exc:
+            message = (
+                f"{self._where}: execute() raised {describe_exception(exc, self._version_dir)}"
+            )
+            _log.error("%s", message, exc_info=exc)
+            _fail_open(senders, sinks, EdgeboxError(message))
+            return
+        if returned is not None:
+            message = (
+                f"{self._where}: a decoupled model's execute() must return None, it returned "
+                f"{type(returned).__name__}; send responses through "
+                "request.get_response_sender()"
+            )
+            _log.error("%s", message)
+            _fail_open(senders, sinks, EdgeboxError(message))
+
+    def _deliverer(
+        self, request: InferRequest, pb_request: pb_utils.InferenceRequest, sink: ResponseSink
+    ):
+        """The sender's way into ``sink``: a pb_utils response becomes edgebox's
+        (outputs copied: a model that keeps sending may reuse its buffers)."""
+
+        def deliver(response: pb_utils.InferenceResponse | None, final: bool) -> None:
+            converted = (
+                None if response is None else self._convert(response, request, pb_request, _ALL)
+            )
+            try:
+                sink.send(converted, final)
+            except EdgeboxError as exc:
+                raise pb_utils.TritonModelException(str(exc)) from None
+
+        return deliver
+
     def close(self) -> None:
         if self._closed:
             return
@@ -257,6 +307,30 @@ class PythonInstance:
             id=request.id,
             parameters=json.loads(response.parameters()),
         )
+
+
+class _Everything:
+    """Holds every output: a decoupled model's outputs are always copied."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_ALL = _Everything()
+
+
+def _fail_open(
+    senders: list[pb_utils.InferenceResponseSender],
+    sinks: Sequence[ResponseSink],
+    error: EdgeboxError,
+) -> None:
+    """The final error for each request whose model has not sent its final."""
+    for sender, sink in zip(senders, sinks, strict=True):
+        if sender._close():
+            try:
+                sink.send(error, True)
+            except EdgeboxError:
+                _log.exception("failing a decoupled request: its sink refused the final")
 
 
 def _check_responses(returned: Any, request_count: int) -> str | None:

@@ -6,8 +6,8 @@ the same file runs under Triton and under edgebox. The names, signatures and
 error behaviour follow Triton's python backend
 (https://github.com/triton-inference-server/python_backend#usage), with two
 differences that come from running in-process: tensors are the request's own
-numpy arrays (no shared-memory copy), and decoupled models (response senders)
-are refused at load time. An input array another consumer also reads (an
+numpy arrays (no shared-memory copy), and an isolated model may not be
+decoupled (response senders exist in-process only). An input array another consumer also reads (an
 ensemble's sibling step, a BLS caller) arrives read-only from edgebox and is
 handed to the model as a copy, so a model may write into its inputs, as it may
 under Triton, without changing what anyone else sees.
@@ -25,6 +25,7 @@ import enum
 import json
 import logging
 import struct
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -333,6 +334,7 @@ class InferenceRequest:
         self._timeout = timeout
         self._parameters = _parameters_dict(parameters)
         self._is_cancelled: Any = None
+        self._response_sender: InferenceResponseSender | None = None
 
     @classmethod
     def _wrap(
@@ -407,10 +409,16 @@ class InferenceRequest:
                 "supported by edgebox"
             )
 
-    def get_response_sender(self) -> Any:
-        raise TritonModelException(
-            "get_response_sender() is for decoupled models, which edgebox does not serve"
-        )
+    def get_response_sender(self) -> InferenceResponseSender:
+        """The request's sender; the same object on every call. Only requests
+        to a decoupled model have one."""
+        if self._response_sender is None:
+            raise TritonModelException(
+                "get_response_sender() is for decoupled models "
+                "(model_transaction_policy { decoupled: true }); this model returns its "
+                "responses from execute()"
+            )
+        return self._response_sender
 
     def exec(self, decoupled: bool = False) -> InferenceResponse:
         """Run this request on another model (BLS) and wait for its response."""
@@ -521,6 +529,52 @@ class InferenceResponse:
 
     def parameters(self) -> str:
         return json.dumps(self._parameters)
+
+
+SENDER_CLOSED = "Unable to send response. Response sender has been closed."
+"""python_backend's text for a send after the final one (a TritonModelException)."""
+
+
+class InferenceResponseSender:
+    """A decoupled model's way to answer one request: ``send`` zero or more
+    responses, then one with ``flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL``
+    (with or without a response), from ``execute`` or any thread it started.
+    Each send goes straight on to the request's response sink; a send after
+    the final raises, as under Triton, and nothing is sent."""
+
+    def __init__(self, deliver: Any, is_cancelled: Any) -> None:
+        self._deliver = deliver
+        self._is_cancelled = is_cancelled
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
+        final = bool(flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        if response is None and not final:
+            raise TritonModelException(
+                "Inference Response object must be provided when the response flags is "
+                "not equal to TRITONSERVER_RESPONSE_COMPLETE_FINAL."
+            )
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise TritonModelException(
+                f"send() takes a pb_utils.InferenceResponse, got {type(response).__name__}"
+            )
+        with self._lock:
+            if self._closed:
+                raise TritonModelException(SENDER_CLOSED)
+            self._closed = final
+        self._deliver(response, final)
+
+    def is_cancelled(self) -> bool:
+        """True once the client gave up on the request."""
+        return self._is_cancelled is not None and bool(self._is_cancelled())
+
+    def _close(self) -> bool:
+        """Close the sender for the backend (its request failed); False if
+        the model had already sent its final."""
+        with self._lock:
+            was_open, self._closed = not self._closed, True
+        return was_open
 
 
 # ---------------------------------------------------------------- helpers models call
