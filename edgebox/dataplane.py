@@ -280,6 +280,9 @@ class _ServedResponses:
                 response = _stamped(response, self._request, self._served)
             except EdgeboxError as exc:
                 response = exc
+            else:
+                if self._served.scheduler.decoupled:
+                    response.parameters["triton_final_response"] = final
         if not final:
             self._sink.send(response, False)
             return

@@ -6,12 +6,16 @@ may block (a model call, a load, a repository scan, a registry lookup) runs
 on the worker pool, so an open stream or a slow load never holds the loop;
 ``live`` and ``ready`` read two flags and answer on the loop.
 
-``ModelStreamInfer`` answers each request of a stream with exactly one
-``ModelStreamInferResponse``: the response, or ``error_message`` with the text
-a unary call would carry, as Triton does. Up to ``stream_in_flight`` requests
-of one stream run at once and are answered as they finish (a client matches
-them by ``id``), so a stream can fill a dynamic batch. At shutdown a stream
-stops reading, answers what it read, then ends UNAVAILABLE.
+``ModelStreamInfer`` runs each request through ``DataPlane.infer_stream`` and
+streams every response as the model sends it: one for an ordinary model, zero
+or many for a decoupled one (each carrying ``triton_final_response``), or
+``error_message`` with the text a unary call would carry, as Triton does. A
+final that comes without a response is sent as an empty response only when
+the client asked (``triton_enable_empty_final_response``). Up to
+``stream_in_flight`` requests of one stream run at once, each until its final,
+and are answered as they finish (a client matches them by ``id``), so a stream
+can fill a dynamic batch. At shutdown a stream stops reading, answers what it
+read, then ends UNAVAILABLE.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.grpc import infer_codec, render
 from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
 from edgebox.protocol.grpc.error_map import status_of
+from edgebox.scheduling.decoupled import UNARY_REFUSAL_GRPC, DecoupledUnary
 
 log = logging.getLogger("edgebox.grpc")
 
@@ -130,16 +135,22 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         cancelled = threading.Event()
         in_flight = 0
 
+        def emit(answer: pb.ModelStreamInferResponse | None, final: bool) -> None:
+            # Any thread: a pool thread, a batcher worker, a decoupled model's own.
+            try:
+                loop.call_soon_threadsafe(answers.put_nowait, (answer, final))
+            except RuntimeError:
+                log.debug("grpc: a stream response came after the server stopped")
+
         async def read() -> None:
             nonlocal in_flight
             try:
                 async for message in request_iterator:
                     await slots.acquire()
-                    work = loop.run_in_executor(
-                        self._pool, self._stream_answer, message, cancelled.is_set
-                    )
                     in_flight += 1
-                    work.add_done_callback(answers.put_nowait)
+                    loop.run_in_executor(
+                        self._pool, self._stream_request, message, cancelled.is_set, emit
+                    )
             finally:
                 answers.put_nowait(None)
 
@@ -149,13 +160,16 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         try:
             reading = True
             while reading or in_flight:
-                answer = await answers.get()
-                if answer is None:
+                item = await answers.get()
+                if item is None:
                     reading = False
                     continue
-                in_flight -= 1
-                slots.release()
-                yield answer.result()
+                answer, final = item
+                if final:
+                    in_flight -= 1
+                    slots.release()
+                if answer is not None:
+                    yield answer
         finally:
             cancelled.set()
             drain.cancel()
@@ -230,20 +244,27 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         request.is_cancelled = is_cancelled
         return infer_codec.encode_response(self._dataplane.infer(request))
 
-    def _stream_answer(
-        self, message: pb.ModelInferRequest, is_cancelled: Callable[[], bool]
-    ) -> pb.ModelStreamInferResponse:
-        """One stream request's answer; never raises."""
+    def _stream_request(
+        self,
+        message: pb.ModelInferRequest,
+        is_cancelled: Callable[[], bool],
+        emit: Callable[[pb.ModelStreamInferResponse | None, bool], None],
+    ) -> None:
+        """Start one stream request; its answers go to ``emit`` as the model
+        sends them, the last with ``final`` True. Never raises."""
         try:
-            return pb.ModelStreamInferResponse(infer_response=self._infer(message, is_cancelled))
+            self._dataplane.check_servable(message.model_name, message.model_version)
+            request = infer_codec.decode_request(message)
         except EdgeboxError as error:
-            text = str(error)
+            emit(_stream_error(message, str(error)), True)
+            return
         except BaseException:
             log.exception("grpc: ModelStreamInfer failed for model '%s'", message.model_name)
-            text = INTERNAL_ERROR
-        return pb.ModelStreamInferResponse(
-            error_message=text, infer_response=pb.ModelInferResponse(id=message.id)
-        )
+            emit(_stream_error(message, INTERNAL_ERROR), True)
+            return
+        request.is_cancelled = is_cancelled
+        empty_final = request.parameters.pop(EMPTY_FINAL_PARAMETER, False) is True
+        self._dataplane.infer_stream(request, _StreamSink(message, emit, empty_final))
 
     def _unload(self, name: str, entries) -> None:
         parameters = _repository_parameters(entries)
@@ -280,6 +301,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         raise AssertionError("context.abort returned")
 
     async def _fail(self, context, error: EdgeboxError) -> None:
+        if isinstance(error, DecoupledUnary):
+            error = Unsupported(UNARY_REFUSAL_GRPC)
         code, details = status_of(error)
         await context.abort(code, details)
 
@@ -302,6 +325,59 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 "no CUDA IPC); send tensors in raw_input_contents"
             ),
         )
+
+
+EMPTY_FINAL_PARAMETER = "triton_enable_empty_final_response"
+"""A stream request's parameter (tritonclient's ``enable_empty_final_response``):
+a final that comes without a response is still sent, as an empty response."""
+FINAL_PARAMETER = "triton_final_response"
+"""Set on each streamed response of a decoupled model (or when the client asked
+for empty finals): whether it is the request's last."""
+
+
+class _StreamSink:
+    """One stream request's sink: renders each response as Triton streams it
+    and hands it to the stream's loop (``emit``); never blocks."""
+
+    __slots__ = ("_emit", "_empty_final", "_message")
+
+    def __init__(self, message: pb.ModelInferRequest, emit, empty_final: bool) -> None:
+        self._message = message
+        self._emit = emit
+        self._empty_final = empty_final
+
+    def send(self, response, final: bool) -> None:
+        message = self._message
+        if isinstance(response, EdgeboxError):
+            self._emit(_stream_error(message, str(response)), final)
+            return
+        if response is None:
+            answer = None
+            if self._empty_final:
+                empty = pb.ModelInferResponse(model_name=message.model_name, id=message.id)
+                empty.parameters[FINAL_PARAMETER].bool_param = True
+                answer = pb.ModelStreamInferResponse(infer_response=empty)
+            self._emit(answer, final)
+            return
+        if self._empty_final:
+            response.parameters[FINAL_PARAMETER] = final
+        try:
+            encoded = infer_codec.encode_response(response)
+        except EdgeboxError as error:
+            self._emit(_stream_error(message, str(error)), final)
+            return
+        except Exception:
+            log.exception("grpc: encoding a stream response of '%s' failed", message.model_name)
+            self._emit(_stream_error(message, INTERNAL_ERROR), final)
+            return
+        self._emit(pb.ModelStreamInferResponse(infer_response=encoded), final)
+
+
+def _stream_error(message: pb.ModelInferRequest, text: str) -> pb.ModelStreamInferResponse:
+    """A stream's error answer: the text a unary call would carry, and the id."""
+    return pb.ModelStreamInferResponse(
+        error_message=text, infer_response=pb.ModelInferResponse(id=message.id)
+    )
 
 
 def _repository_parameters(entries) -> dict:
