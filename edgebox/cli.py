@@ -95,6 +95,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="calls one gRPC connection may have open at once (128)",
     )
     serve.add_argument(
+        "--shared-memory-max-bytes",
+        default=keep,
+        help="system shared memory bytes clients may register in all (default 1 GiB)",
+    )
+    serve.add_argument(
+        "--shared-memory-max-regions",
+        default=keep,
+        help="system shared memory regions clients may register at once (64)",
+    )
+    serve.add_argument(
         "--max-request-bytes",
         default=keep,
         help="largest HTTP request body or gRPC message accepted (default 64 MiB)",

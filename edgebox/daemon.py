@@ -28,6 +28,7 @@ from edgebox.protocol.http.access import HttpAccessControl
 from edgebox.protocol.http.infer_codec import HEADER_LENGTH
 from edgebox.protocol.http.server import HttpServer
 from edgebox.protocol.http.v2_handlers import V2Handlers
+from edgebox.protocol.shared_memory import SharedMemoryRegistry
 from edgebox.repository.poller import RepositoryPoller
 from edgebox.sd_notify import notify, watchdog_interval_s
 from edgebox.settings import Settings
@@ -64,9 +65,16 @@ class Daemon:
         self.access = AccessPolicy.from_settings(
             settings.http_restricted_api, settings.api_key_file
         )
+        self.shared_memory = SharedMemoryRegistry(
+            settings.shared_memory_max_bytes, settings.shared_memory_max_regions
+        )
         self.http = HttpServer(
             HttpAccessControl(
-                V2Handlers(self.dataplane, max_request_bytes=settings.max_request_bytes),
+                V2Handlers(
+                    self.dataplane,
+                    max_request_bytes=settings.max_request_bytes,
+                    shared_memory=self.shared_memory,
+                ),
                 self.access,
             ),
             settings.host,
@@ -88,6 +96,7 @@ class Daemon:
             max_message_bytes=settings.max_request_bytes,
             thread_count=settings.grpc_thread_count,
             max_concurrent_streams=settings.grpc_max_concurrent_streams,
+            shared_memory=self.shared_memory,
         )
         self.streams = StreamManager(settings.streams, self.dataplane, self.bus)
         self.poller: RepositoryPoller | None = None
@@ -167,8 +176,8 @@ class Daemon:
     def shutdown(self) -> None:
         """Stop within ``exit_timeout_secs`` in all: loads in progress are
         cancelled, streams stop (their frame in flight finishes), then in-flight
-        requests finish, then models are unloaded (python models' ``finalize``
-        runs)."""
+        requests finish, then shared-memory regions are unmapped, then models
+        are unloaded (python models' ``finalize`` runs)."""
         log.info("shutting down: finishing in-flight requests")
         notify("STOPPING=1")
         deadline = time.monotonic() + self.settings.exit_timeout_secs
@@ -183,6 +192,7 @@ class Daemon:
         self.grpc.begin_stop(max(0.0, deadline - time.monotonic()))
         self.http.stop(max(0.0, deadline - time.monotonic()))
         self.grpc.stop(max(0.0, deadline - time.monotonic()))
+        self.shared_memory.close()
         if not self.manager.unload_all(max(0.0, deadline - time.monotonic())):
             log.warning("exit timeout reached with requests still running; exiting anyway")
         log.info("stopped")

@@ -45,6 +45,7 @@ EXTENSIONS = [
     "model_repository",
     "model_configuration",
     "statistics",
+    "system_shared_memory",
 ]
 
 

@@ -132,6 +132,12 @@ class Settings:
     ``SETTINGS_MAX_CONCURRENT_STREAMS``; a ``ModelStreamInfer`` stream is one
     call however many requests it carries): a client's further calls wait on
     its side until one ends."""
+    shared_memory_max_bytes: int = 1 << 30
+    """Bytes of system shared memory clients may have registered at once
+    (Triton's ``system_shared_memory`` extension), summed over every region;
+    a registration past it is refused with 400 / INVALID_ARGUMENT."""
+    shared_memory_max_regions: int = 64
+    """System shared-memory regions that may be registered at once."""
     strict_readiness: bool = False
     """Report ready only while every model has a ready version (Triton's default
     is true; an appliance with one broken model should still take traffic)."""
@@ -327,6 +333,10 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
             "grpc_max_concurrent_streams",
             f"must be >= 1, got {settings.grpc_max_concurrent_streams}",
         )
+    if settings.shared_memory_max_bytes < 0:
+        raise fail("shared_memory_max_bytes", "must be >= 0")
+    if settings.shared_memory_max_regions < 0:
+        raise fail("shared_memory_max_regions", "must be >= 0")
     if settings.http_max_connections < 1:
         raise fail("http_max_connections", "must be >= 1")
     if settings.http_max_connections_per_client < 1:

@@ -276,13 +276,8 @@ def test_statistics_count_requests(client):
     assert (error.status(), error.message()) == ("StatusCode.NOT_FOUND", "unknown model 'nope'")
 
 
-def test_shared_memory_is_answered_unimplemented_for_now(client):
-    error = raised(client.get_system_shared_memory_status)
-    assert error.status() == "StatusCode.UNIMPLEMENTED"
-    assert error.message() == (
-        "SystemSharedMemoryStatus: system shared memory is not supported yet; send tensors in "
-        "raw_input_contents"
-    )
+def test_cuda_shared_memory_is_answered_unimplemented(client):
+    # System shared memory is served: tests/e2e/test_system_shared_memory.py.
     error = raised(client.get_cuda_shared_memory_status)
     assert error.status() == "StatusCode.UNIMPLEMENTED"
     assert "CUDA shared memory is not supported on this device" in error.message()

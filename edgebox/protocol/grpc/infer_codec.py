@@ -5,7 +5,11 @@ Input data comes either in ``raw_input_contents`` (one entry per input, in the
 order of ``inputs``: the same bytes as Triton's binary HTTP extension, decoded
 by ``tensor_codec`` as numpy views) or in each input's typed ``contents``
 (never both in one request, as in Triton). Outputs go back in
-``raw_output_contents``, as Triton sends them.
+``raw_output_contents``, as Triton sends them. A tensor whose parameters name
+a ``shared_memory_region`` takes no ``raw_input_contents`` entry: an input is a
+read-only view of the registered region, an output is written into it and
+answered with its metadata, its shared-memory parameters and an empty
+``raw_output_contents`` entry (so later entries keep their positions).
 Spec: https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/grpc_predict_v2.proto
 """
 
@@ -15,7 +19,8 @@ import numpy as np
 from tritonclient.grpc import service_pb2 as pb
 
 from edgebox.errors import InvalidArgument, Unsupported
-from edgebox.protocol import tensor_codec
+from edgebox.protocol import shared_memory, tensor_codec
+from edgebox.protocol.shared_memory import RegionLease
 from edgebox.tensors import (
     DATATYPES,
     InferRequest,
@@ -42,13 +47,14 @@ CONTENTS_FIELD = {
 """The typed ``contents`` field that carries each datatype; FP16 and BF16 have
 none and travel in ``raw_input_contents`` only."""
 
-_SHM_REGION = "shared_memory_region"
 
-
-def decode_request(message: pb.ModelInferRequest) -> InferRequest:
+def decode_request(
+    message: pb.ModelInferRequest, regions: RegionLease | None = None
+) -> InferRequest:
     """The request ``message`` holds, checked as HTTP checks its requests
     (datatype, shape, data size); the model's own checks come later, in the
-    dataplane. Fixed-size raw inputs are views over the message's bytes."""
+    dataplane. Fixed-size raw inputs are views over the message's bytes.
+    Shared-memory inputs and outputs need ``regions`` (Unsupported without)."""
     name = message.model_name
     where = f"model '{name}'"
     raw = list(message.raw_input_contents)
@@ -56,7 +62,7 @@ def decode_request(message: pb.ModelInferRequest) -> InferRequest:
     used = 0
     total = len(message.inputs)
     for position, item in enumerate(message.inputs):
-        tensor, took = _decode_input(item, position, total, where, raw, used)
+        tensor, took = _decode_input(item, position, total, where, raw, used, regions)
         inputs.append(tensor)
         used += took
     if raw and used != len(raw):
@@ -69,21 +75,34 @@ def decode_request(message: pb.ModelInferRequest) -> InferRequest:
         model_version=message.model_version,
         id=message.id,
         inputs=inputs,
-        outputs=[_decode_output(item, where) for item in message.outputs],
+        outputs=[_decode_output(item, where, regions) for item in message.outputs],
         parameters=parameters_of(message.parameters),
     )
 
 
-def encode_response(response: InferResponse) -> pb.ModelInferResponse:
+def encode_response(
+    response: InferResponse,
+    request: InferRequest | None = None,
+    regions: RegionLease | None = None,
+) -> pb.ModelInferResponse:
     """``response`` as Triton answers: every output's bytes in
-    ``raw_output_contents``, in the order of ``outputs``."""
+    ``raw_output_contents``, in the order of ``outputs``; outputs ``request``
+    asked into shared memory are written there first (InvalidArgument, nothing
+    written, when one does not fit)."""
     message = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version, id=response.id
     )
+    asked = {o.name: o.parameters for o in request.outputs} if request is not None else {}
+    where = f"model '{response.model_name}' version {response.model_version}"
+    placed = shared_memory.place_outputs(where, response.outputs, asked, regions)
     for tensor in response.outputs:
-        message.outputs.add(
+        entry = message.outputs.add(
             name=tensor.name, datatype=tensor.datatype, shape=list(tensor.data.shape)
         )
+        if tensor.name in placed:
+            set_parameters(entry.parameters, placed[tensor.name])
+            message.raw_output_contents.append(b"")
+            continue
         data = tensor_codec.encode_tensor(tensor)
         message.raw_output_contents.append(data.tobytes() if hasattr(data, "tobytes") else data)
     set_parameters(message.parameters, response.parameters)
@@ -118,7 +137,15 @@ def set_parameters(entries, values: dict) -> None:
             parameter.string_param = str(value)
 
 
-def _decode_input(item, position: int, total: int, where: str, raw: list[bytes], used: int):
+def _decode_input(
+    item,
+    position: int,
+    total: int,
+    where: str,
+    raw: list[bytes],
+    used: int,
+    regions: RegionLease | None,
+):
     """The tensor of input ``item`` and how many ``raw`` entries it took."""
     if not item.name:
         raise InvalidArgument(f"{where}: input #{position} needs a 'name'")
@@ -128,8 +155,19 @@ def _decode_input(item, position: int, total: int, where: str, raw: list[bytes],
         raise InvalidArgument(f"{at}: unknown datatype {datatype!r}")
     shape = list(item.shape)
     count = tensor_codec.element_count(at, shape)
-    if _SHM_REGION in item.parameters:
-        raise Unsupported(f"{at}: shared memory inputs are not supported yet")
+    location = shared_memory.tensor_location(at, parameters_of(item.parameters))
+    if location is not None:
+        if regions is None:
+            raise Unsupported(f"{at}: shared memory inputs are not supported here")
+        data = tensor_codec.decode_tensor(
+            at,
+            datatype,
+            shape,
+            count,
+            regions.view(at, location),
+            size_field="shared_memory_byte_size",
+        )
+        return Tensor(item.name, datatype, data), 0
     has_contents = item.HasField("contents")
     if raw:
         if has_contents:
@@ -197,12 +235,14 @@ def _decode_contents(at: str, datatype: str, shape: list[int], count: int, item)
     return np.fromiter(values, dtype=dtype, count=count).reshape(shape)
 
 
-def _decode_output(item, where: str) -> RequestedOutput:
+def _decode_output(item, where: str, regions: RegionLease | None) -> RequestedOutput:
     if not item.name:
         raise InvalidArgument(f"{where}: each requested output needs a 'name'")
     parameters = parameters_of(item.parameters)
-    if _SHM_REGION in parameters:
-        raise Unsupported(
-            f"{where}, output '{item.name}': shared memory outputs are not supported yet"
-        )
+    at = f"{where}, output '{item.name}'"
+    location = shared_memory.tensor_location(at, parameters)
+    if location is not None:
+        if regions is None:
+            raise Unsupported(f"{at}: shared memory outputs are not supported here")
+        regions.view(at, location, writable=True)
     return RequestedOutput(item.name, parameters)

@@ -27,6 +27,7 @@ from tritonclient.grpc import service_pb2_grpc
 from edgebox.dataplane import DataPlane
 from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.grpc.service import InferenceService
+from edgebox.protocol.shared_memory import SharedMemoryRegistry
 
 log = logging.getLogger("edgebox.grpc")
 
@@ -44,6 +45,7 @@ class GrpcServer:
         max_message_bytes: int = 64 * 1024 * 1024,
         thread_count: int = 32,
         max_concurrent_streams: int = 128,
+        shared_memory: SharedMemoryRegistry | None = None,
     ) -> None:
         self.host = host
         self.requested_port = port
@@ -53,7 +55,9 @@ class GrpcServer:
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=max(1, thread_count), thread_name_prefix="grpc-worker"
         )
-        self.service = InferenceService(dataplane, policy, self._pool, thread_count)
+        self.service = InferenceService(
+            dataplane, policy, self._pool, thread_count, shared_memory=shared_memory
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: grpc.aio.Server | None = None
         self._thread: threading.Thread | None = None

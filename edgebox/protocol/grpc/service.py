@@ -37,6 +37,7 @@ from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.grpc import infer_codec, render
 from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
 from edgebox.protocol.grpc.error_map import status_of
+from edgebox.protocol.shared_memory import SharedMemoryRegistry
 from edgebox.scheduling.decoupled import UNARY_REFUSAL_GRPC, DecoupledUnary
 
 log = logging.getLogger("edgebox.grpc")
@@ -61,8 +62,10 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         policy: AccessPolicy,
         pool: Executor,
         stream_in_flight: int = 32,
+        shared_memory: SharedMemoryRegistry | None = None,
     ) -> None:
         self._dataplane = dataplane
+        self._shared_memory = shared_memory or SharedMemoryRegistry()
         self._policy = policy
         self._pool = pool
         self._stream_in_flight = max(1, stream_in_flight)
@@ -197,16 +200,41 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         await self._run(context, self._unload, request.model_name, request.parameters)
         return pb.RepositoryModelUnloadResponse()
 
-    # -- not served (yet) ----------------------------------------------------------
+    # -- system shared memory extension ---------------------------------------------
 
     async def SystemSharedMemoryStatus(self, request, context):
-        await self._refuse_system_shm("SystemSharedMemoryStatus", context)
+        await self._admit("SystemSharedMemoryStatus", context)
+        regions = await self._run(context, self._shared_memory.status, request.name)
+        response = pb.SystemSharedMemoryStatusResponse()
+        for region in regions:
+            response.regions[region.name].CopyFrom(
+                pb.SystemSharedMemoryStatusResponse.RegionStatus(
+                    name=region.name,
+                    key=region.key,
+                    offset=region.offset,
+                    byte_size=region.byte_size,
+                )
+            )
+        return response
 
     async def SystemSharedMemoryRegister(self, request, context):
-        await self._refuse_system_shm("SystemSharedMemoryRegister", context)
+        await self._admit("SystemSharedMemoryRegister", context)
+        await self._run(
+            context,
+            self._shared_memory.register,
+            request.name,
+            request.key,
+            request.offset,
+            request.byte_size,
+        )
+        return pb.SystemSharedMemoryRegisterResponse()
 
     async def SystemSharedMemoryUnregister(self, request, context):
-        await self._refuse_system_shm("SystemSharedMemoryUnregister", context)
+        await self._admit("SystemSharedMemoryUnregister", context)
+        await self._run(context, self._shared_memory.unregister, request.name)
+        return pb.SystemSharedMemoryUnregisterResponse()
+
+    # -- not served (yet) ----------------------------------------------------------
 
     async def CudaSharedMemoryStatus(self, request, context):
         await self._refuse_cuda_shm("CudaSharedMemoryStatus", context)
@@ -240,9 +268,10 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     ) -> pb.ModelInferResponse:
         # Model first, as HTTP: an unknown model is NOT_FOUND whatever the inputs say.
         self._dataplane.check_servable(message.model_name, message.model_version)
-        request = infer_codec.decode_request(message)
-        request.is_cancelled = is_cancelled
-        return infer_codec.encode_response(self._dataplane.infer(request))
+        with self._shared_memory.lease() as regions:
+            request = infer_codec.decode_request(message, regions)
+            request.is_cancelled = is_cancelled
+            return infer_codec.encode_response(self._dataplane.infer(request), request, regions)
 
     def _stream_request(
         self,
@@ -305,16 +334,6 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             error = Unsupported(UNARY_REFUSAL_GRPC)
         code, details = status_of(error)
         await context.abort(code, details)
-
-    async def _refuse_system_shm(self, method: str, context) -> None:
-        await self._admit(method, context)
-        await self._fail(
-            context,
-            Unsupported(
-                f"{method}: system shared memory is not supported yet; send tensors in "
-                "raw_input_contents"
-            ),
-        )
 
     async def _refuse_cuda_shm(self, method: str, context) -> None:
         await self._admit(method, context)

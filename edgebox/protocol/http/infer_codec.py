@@ -5,6 +5,9 @@ A request body is either all JSON, or a JSON header of
 ``Inference-Header-Content-Length`` bytes followed by the binary tensors in the
 order the header lists them. Outputs go back binary when the request asks
 (``binary_data`` per output, or ``binary_data_output`` for all).
+Tensors whose parameters name a ``shared_memory_region`` are read from / written
+into that registered region instead (Triton's system shared memory extension):
+an input is a read-only view of the mapping, an output is listed without data.
 Spec: https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md#inference
 """
 
@@ -13,19 +16,25 @@ from __future__ import annotations
 import json
 
 from edgebox.errors import InvalidArgument, Unsupported
-from edgebox.protocol import tensor_codec
+from edgebox.protocol import shared_memory, tensor_codec
 from edgebox.protocol.http import json_codec
 from edgebox.protocol.http.messages import HttpResponse
 from edgebox.protocol.http.request_json import parse_object
+from edgebox.protocol.shared_memory import RegionLease
 from edgebox.tensors import DATATYPES, InferRequest, InferResponse, RequestedOutput, Tensor
 
 HEADER_LENGTH = "inference-header-content-length"
 
 
 def decode_request(
-    body: memoryview, headers: dict[str, str], model_name: str, model_version: str
+    body: memoryview,
+    headers: dict[str, str],
+    model_name: str,
+    model_version: str,
+    regions: RegionLease | None = None,
 ) -> tuple[InferRequest, bool]:
-    """The request and whether outputs default to binary."""
+    """The request and whether outputs default to binary. Shared-memory
+    inputs and outputs need ``regions`` (Unsupported without it)."""
     where = f"model '{model_name}'"
     header_text = headers.get(HEADER_LENGTH)
     if header_text is None:
@@ -55,7 +64,7 @@ def decode_request(
     inputs: list[Tensor] = []
     offset = 0
     for position, item in enumerate(inputs_json):
-        tensor, used = _decode_input(item, position, where, binary, offset)
+        tensor, used = _decode_input(item, position, where, binary, offset, regions)
         inputs.append(tensor)
         offset += used
     if offset != len(binary):
@@ -63,7 +72,7 @@ def decode_request(
             f"{where}: the body has {len(binary) - offset} bytes of binary data that no "
             "input claims (check binary_data_size)"
         )
-    outputs = [_decode_output(item, where) for item in _list(document, "outputs", where)]
+    outputs = [_decode_output(item, where, regions) for item in _list(document, "outputs", where)]
     request = InferRequest(
         model_name=model_name,
         model_version=model_version,
@@ -76,10 +85,16 @@ def decode_request(
 
 
 def encode_response(
-    response: InferResponse, request: InferRequest, binary_default: bool
+    response: InferResponse,
+    request: InferRequest,
+    binary_default: bool,
+    regions: RegionLease | None = None,
 ) -> HttpResponse:
+    """The HTTP answer; outputs asked into shared memory are written there
+    first (InvalidArgument, nothing written, when one does not fit)."""
     where = f"model '{response.model_name}' version {response.model_version}"
     asked = {o.name: o.parameters for o in request.outputs}
+    placed = shared_memory.place_outputs(where, response.outputs, asked, regions)
     outputs = []
     buffers: list = []
     for tensor in response.outputs:
@@ -88,7 +103,9 @@ def encode_response(
             "datatype": tensor.datatype,
             "shape": list(tensor.data.shape),
         }
-        if asked.get(tensor.name, {}).get("binary_data", binary_default):
+        if tensor.name in placed:
+            entry["parameters"] = placed[tensor.name]
+        elif asked.get(tensor.name, {}).get("binary_data", binary_default):
             data = tensor_codec.encode_tensor(tensor)
             entry["parameters"] = {"binary_data_size": _nbytes(data)}
             buffers.append(data)
@@ -115,7 +132,9 @@ def encode_response(
     )
 
 
-def _decode_input(item, position: int, where: str, binary: memoryview, offset: int):
+def _decode_input(
+    item, position: int, where: str, binary: memoryview, offset: int, regions: RegionLease | None
+):
     if not isinstance(item, dict):
         raise InvalidArgument(f"{where}: input #{position} must be an object")
     name = item.get("name")
@@ -130,8 +149,15 @@ def _decode_input(item, position: int, where: str, binary: memoryview, offset: i
     parameters = item.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise InvalidArgument(f"{at}: 'parameters' must be an object")
-    if "shared_memory_region" in parameters:
-        raise Unsupported(f"{at}: shared memory inputs are not supported yet")
+    location = shared_memory.tensor_location(at, parameters)
+    if location is not None:
+        if regions is None:
+            raise Unsupported(f"{at}: shared memory inputs are not supported here")
+        raw = regions.view(at, location)
+        data = tensor_codec.decode_tensor(
+            at, datatype, shape, count, raw, size_field="shared_memory_byte_size"
+        )
+        return Tensor(name, datatype, data), 0
     if "binary_data_size" in parameters:
         size = parameters["binary_data_size"]
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
@@ -151,16 +177,18 @@ def _decode_input(item, position: int, where: str, binary: memoryview, offset: i
     return Tensor(name, datatype, data), 0
 
 
-def _decode_output(item, where: str) -> RequestedOutput:
+def _decode_output(item, where: str, regions: RegionLease | None) -> RequestedOutput:
     if not isinstance(item, dict) or not isinstance(item.get("name"), str):
         raise InvalidArgument(f"{where}: each requested output needs a 'name'")
     parameters = item.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise InvalidArgument(f"{where}, output '{item['name']}': 'parameters' must be an object")
-    if "shared_memory_region" in parameters:
-        raise Unsupported(
-            f"{where}, output '{item['name']}': shared memory outputs are not supported yet"
-        )
+    at = f"{where}, output '{item['name']}'"
+    location = shared_memory.tensor_location(at, parameters)
+    if location is not None:
+        if regions is None:
+            raise Unsupported(f"{at}: shared memory outputs are not supported here")
+        regions.view(at, location, writable=True)
     return RequestedOutput(item["name"], parameters)
 
 

@@ -12,6 +12,9 @@ Routes (``{v}`` optional everywhere it appears, as ``/versions/{v}``)::
     GET  /v2/models/stats                  statistics of every model
     POST /v2/repository/index
     POST /v2/repository/models/{m}/load | /unload
+    POST /v2/systemsharedmemory[/region/{r}]/register | /unregister
+    GET  /v2/systemsharedmemory[/region/{r}]/status
+    *    /v2/cudasharedmemory/...          400: not on this device
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from http import HTTPStatus
 
 from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError, InvalidArgument, NotFound
-from edgebox.protocol.http import infer_codec, render, repository_ext
+from edgebox.protocol.http import infer_codec, render, repository_ext, shared_memory_ext
 from edgebox.protocol.http.error_map import error_response
 from edgebox.protocol.http.messages import HttpRequest, HttpResponse, json_error_response
+from edgebox.protocol.shared_memory import SharedMemoryRegistry
 
 _VERSION = re.compile(r"0|[1-9][0-9]*")
 """A version as a path segment: Triton routes only ``versions/[0-9]+`` and
@@ -46,11 +50,18 @@ class V2Handlers:
     """The HTTP handler: called on connection threads, many at once.
 
     ``max_request_bytes`` is the HTTP server's body limit; a compressed body may
-    inflate to no more than that either (413 past it)."""
+    inflate to no more than that either (413 past it). ``shared_memory`` holds
+    the system shared-memory regions (the daemon's, shared with gRPC)."""
 
-    def __init__(self, dataplane: DataPlane, max_request_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        dataplane: DataPlane,
+        max_request_bytes: int = 64 * 1024 * 1024,
+        shared_memory: SharedMemoryRegistry | None = None,
+    ) -> None:
         self.dataplane = dataplane
         self.max_request_bytes = max_request_bytes
+        self.shared_memory = shared_memory or SharedMemoryRegistry()
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         try:
@@ -70,6 +81,12 @@ class V2Handlers:
         if len(parts) >= 3 and parts[1] == "models" and parts[2] != "stats":
             return self._model_route(request, method, parts[2], parts[3:])
         route = "/".join(parts[1:])
+        if len(parts) >= 2 and parts[1] in ("systemsharedmemory", "cudasharedmemory"):
+            answer = shared_memory_ext.route(self.shared_memory, request, method, parts[1:])
+            if answer is not None:
+                return answer
+            known = len(parts) in (3, 5) and parts[-1] in ("register", "unregister", "status")
+            return _wrong_method(request) if known else _not_found(request)
         if route == "" and method == "GET":
             return _json(render.server_metadata(self.dataplane.server_metadata()))
         if route == "health/live" and method == "GET":
@@ -130,12 +147,15 @@ class V2Handlers:
         encoding = request.headers.get("content-encoding")
         if encoding:
             body = _decompress(body, encoding, self.max_request_bytes)
-        infer_request, binary_default = infer_codec.decode_request(
-            body, request.headers, name, version
-        )
-        infer_request.is_cancelled = request.client_gone
-        response = self.dataplane.infer(infer_request)
-        http_response = infer_codec.encode_response(response, infer_request, binary_default)
+        with self.shared_memory.lease() as regions:
+            infer_request, binary_default = infer_codec.decode_request(
+                body, request.headers, name, version, regions
+            )
+            infer_request.is_cancelled = request.client_gone
+            response = self.dataplane.infer(infer_request)
+            http_response = infer_codec.encode_response(
+                response, infer_request, binary_default, regions
+            )
         accepted = request.headers.get("accept-encoding")
         if accepted:
             _compress(http_response, accepted)

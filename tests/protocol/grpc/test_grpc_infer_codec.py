@@ -227,16 +227,19 @@ def test_id_version_parameters_and_requested_outputs_are_kept():
     assert [(o.name, o.parameters) for o in decoded.outputs] == [("Y", {"classification": 2})]
 
 
-def test_shared_memory_input_and_output_are_unsupported_as_over_http():
+def test_shared_memory_needs_a_region_lease_as_over_http():
     item = tensor("A", "FP32", [1])
     item.parameters["shared_memory_region"].string_param = "region"
+    item.parameters["shared_memory_byte_size"].int64_param = 4
     error = decode_error(request(item))
     assert error.code is ErrorCode.UNSUPPORTED
-    assert str(error) == "model 'm', input 'A': shared memory inputs are not supported yet"
+    assert str(error) == "model 'm', input 'A': shared memory inputs are not supported here"
     message = request(tensor("A", "FP32", [1]), raw=[b"\0" * 4])
-    message.outputs.add(name="Y").parameters["shared_memory_region"].string_param = "region"
+    output = message.outputs.add(name="Y")
+    output.parameters["shared_memory_region"].string_param = "region"
+    output.parameters["shared_memory_byte_size"].int64_param = 4
     error = decode_error(message)
-    assert str(error) == "model 'm', output 'Y': shared memory outputs are not supported yet"
+    assert str(error) == "model 'm', output 'Y': shared memory outputs are not supported here"
 
 
 # -- responses ----------------------------------------------------------------------------

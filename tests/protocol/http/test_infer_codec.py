@@ -365,21 +365,24 @@ def test_malformed_inputs(item, message):
     assert str(error) == message
 
 
-def test_shared_memory_is_unsupported():
+def test_shared_memory_needs_a_region_lease():
     item = json_input("X", "FP32", [1], [1])
     item["parameters"] = {"shared_memory_region": "r", "shared_memory_byte_size": 4}
     error = decode_error({"inputs": [item]})
     assert isinstance(error, Unsupported)
     assert error.code is ErrorCode.UNSUPPORTED
-    assert str(error) == "model 'm', input 'X': shared memory inputs are not supported yet"
+    assert str(error) == "model 'm', input 'X': shared memory inputs are not supported here"
     response = error_response(error)
     assert response.status == 400
     assert json.loads(response.body[0]) == {"error": str(error)}
 
-    output = {"name": "Y", "parameters": {"shared_memory_region": "r"}}
+    output = {
+        "name": "Y",
+        "parameters": {"shared_memory_region": "r", "shared_memory_byte_size": 4},
+    }
     error = decode_error({"inputs": [json_input("X", "FP32", [1], [1])], "outputs": [output]})
     assert isinstance(error, Unsupported)
-    assert str(error) == "model 'm', output 'Y': shared memory outputs are not supported yet"
+    assert str(error) == "model 'm', output 'Y': shared memory outputs are not supported here"
 
 
 def test_request_id_parameters_and_requested_outputs_are_kept():

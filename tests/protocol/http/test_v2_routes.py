@@ -228,6 +228,7 @@ def test_server_metadata(server):
         "classification",
         "binary_tensor_data",
         "model_repository",
+        "system_shared_memory",
         "model_configuration",
         "statistics",
     }

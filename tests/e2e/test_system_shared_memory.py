@@ -1,0 +1,248 @@
+"""Triton's system shared memory extension against the real daemon, over
+HTTP and gRPC, driven by tritonclient.utils.shared_memory the way
+tritonclient's simple_*_shm_client examples drive it: inputs read from and
+outputs written into POSIX shm regions, every bound refused with the region
+named, the daemon unharmed, regions unmapped on unregister."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+import uuid
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+import tritonclient.utils.shared_memory as shm
+from tritonclient.utils import InferenceServerException, triton_to_np_dtype
+
+from model_fixtures import add_add_sub
+
+CUDA_TEXT = "CUDA shared memory is not supported on this device (Jetson has no CUDA IPC)"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    from daemon_process import DaemonProcess
+
+    root = tmp_path_factory.mktemp("shm-e2e")
+    repository = root / "repo"
+    repository.mkdir()
+    add_add_sub(repository)
+    process = DaemonProcess(repository, root / "daemon.log", [])
+    process.start()
+    yield process
+    assert process.stop() == 0, process.log()
+
+
+@pytest.fixture(params=["http", "grpc"])
+def transport(request, daemon):
+    """(client module, connected client) for each transport; every region
+    is unregistered afterwards."""
+    module = httpclient if request.param == "http" else grpcclient
+    url = daemon.url if request.param == "http" else daemon.grpc_url
+    client = module.InferenceServerClient(url)
+    yield module, client
+    client.unregister_system_shared_memory()
+    client.close()
+
+
+@pytest.fixture
+def regions():
+    """Creates tritonclient shm regions with unique keys; destroys them after."""
+    made = []
+
+    def create(name: str, byte_size: int):
+        key = f"/edgebox-e2e-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        handle = shm.create_shared_memory_region(name, key, byte_size)
+        made.append(handle)
+        return handle, key
+
+    yield create
+    for handle in made:
+        shm.destroy_shared_memory_region(handle)
+
+
+def raised(call, *args, **kwargs) -> str:
+    with pytest.raises(InferenceServerException) as caught:
+        call(*args, **kwargs)
+    return caught.value.message()
+
+
+def add_sub_request(module, in_region="input_data", out_sizes=(64, 64), out_offsets=(0, 0)):
+    inputs = [
+        module.InferInput("INPUT0", [1, 16], "FP32"),
+        module.InferInput("INPUT1", [1, 16], "FP32"),
+    ]
+    inputs[0].set_shared_memory(in_region, 64)
+    inputs[1].set_shared_memory(in_region, 64, offset=64)
+    outputs = [module.InferRequestedOutput("OUTPUT0"), module.InferRequestedOutput("OUTPUT1")]
+    outputs[0].set_shared_memory("output_data", out_sizes[0], offset=out_offsets[0])
+    outputs[1].set_shared_memory("output_data", out_sizes[1], offset=out_offsets[1])
+    return inputs, outputs
+
+
+def output_meta(result, name: str) -> tuple[str, list[int]]:
+    output = result.get_output(name)
+    if isinstance(output, dict):
+        return output["datatype"], output["shape"]
+    return output.datatype, list(output.shape)
+
+
+def mapped_keys(daemon) -> str:
+    with open(f"/proc/{daemon.process.pid}/maps") as handle:
+        return handle.read()
+
+
+def test_add_sub_with_inputs_and_outputs_in_shared_memory(transport, regions, daemon):
+    module, client = transport
+    a = np.arange(16, dtype=np.float32).reshape(1, 16)
+    b = np.full((1, 16), 3.0, dtype=np.float32)
+    in_handle, in_key = regions("input_data", 128)
+    out_handle, out_key = regions("output_data", 128)
+    shm.set_shared_memory_region(in_handle, [a])
+    shm.set_shared_memory_region(in_handle, [b], offset=64)
+    client.register_system_shared_memory("input_data", in_key, 128)
+    client.register_system_shared_memory("output_data", out_key, 128)
+
+    inputs, outputs = add_sub_request(module, out_offsets=(0, 64))
+    result = client.infer("add_sub", inputs, outputs=outputs)
+
+    datatype, shape = output_meta(result, "OUTPUT0")
+    assert (datatype, shape) == ("FP32", [1, 16])
+    sums = shm.get_contents_as_numpy(out_handle, triton_to_np_dtype(datatype), shape)
+    differences = shm.get_contents_as_numpy(
+        out_handle, triton_to_np_dtype(datatype), shape, offset=64
+    )
+    np.testing.assert_array_equal(sums, a + b)
+    np.testing.assert_array_equal(differences, a - b)
+    if module is httpclient:
+        entry = result.get_output("OUTPUT1")
+        assert "data" not in entry
+        assert entry["parameters"] == {
+            "shared_memory_region": "output_data",
+            "shared_memory_byte_size": 64,
+            "shared_memory_offset": 64,
+        }
+    else:
+        response = result.get_response()
+        assert list(response.raw_output_contents) == [b"", b""]
+        assert response.outputs[1].parameters["shared_memory_region"].string_param == "output_data"
+
+    assert in_key[1:] in mapped_keys(daemon)
+    client.unregister_system_shared_memory("input_data")
+    assert in_key[1:] not in mapped_keys(daemon)
+    assert out_key[1:] in mapped_keys(daemon)
+    client.unregister_system_shared_memory()
+    assert out_key[1:] not in mapped_keys(daemon)
+
+
+def test_status_lists_regions(transport, regions):
+    module, client = transport
+    _, key = regions("status_data", 64)
+    client.register_system_shared_memory("status_data", key, 32, offset=16)
+    status = client.get_system_shared_memory_status()
+    one = client.get_system_shared_memory_status("status_data")
+    if module is httpclient:
+        assert status == [{"name": "status_data", "key": key, "offset": 16, "byte_size": 32}]
+        assert one == status
+    else:
+        region = status.regions["status_data"]
+        assert (region.name, region.key, region.offset, region.byte_size) == (
+            "status_data",
+            key,
+            16,
+            32,
+        )
+        assert one == status
+    assert raised(client.get_system_shared_memory_status, "zz") == (
+        "system shared memory region 'zz': not registered"
+    )
+
+
+def test_registration_errors_name_the_region(transport, regions):
+    _, client = transport
+    _, key = regions("twice", 64)
+    client.register_system_shared_memory("twice", key, 64)
+    assert raised(client.register_system_shared_memory, "twice", key, 64) == (
+        "system shared memory region 'twice': already registered; unregister it first"
+    )
+    assert raised(client.register_system_shared_memory, "gone", "/edgebox-e2e-missing", 8) == (
+        "system shared memory region 'gone': no shared memory object with key "
+        "'/edgebox-e2e-missing'"
+    )
+    assert raised(client.register_system_shared_memory, "long", key, 64, offset=8) == (
+        f"system shared memory region 'long': offset 8 + byte_size 64 runs past the end of "
+        f"key '{key}' (64 bytes)"
+    )
+    assert "is not a shared memory name" in raised(
+        client.register_system_shared_memory, "escape", "../etc/passwd", 8
+    )
+
+
+def test_inference_bounds_are_checked_and_the_daemon_keeps_serving(transport, regions):
+    module, client = transport
+    in_handle, in_key = regions("input_data", 128)
+    _, out_key = regions("output_data", 128)
+    shm.set_shared_memory_region(in_handle, [np.ones((1, 16), np.float32)] * 2)
+    client.register_system_shared_memory("input_data", in_key, 128)
+    client.register_system_shared_memory("output_data", out_key, 128)
+
+    inputs, outputs = add_sub_request(module, in_region="nope")
+    assert raised(client.infer, "add_sub", inputs, outputs=outputs) == (
+        "model 'add_sub', input 'INPUT0': shared memory region 'nope' is not registered"
+    )
+    inputs, outputs = add_sub_request(module, out_offsets=(0, 100))
+    assert raised(client.infer, "add_sub", inputs, outputs=outputs) == (
+        "model 'add_sub', output 'OUTPUT1': shared_memory_offset 100 + "
+        "shared_memory_byte_size 64 runs past the end of shared memory region "
+        "'output_data' (128 bytes)"
+    )
+    inputs, outputs = add_sub_request(module, out_sizes=(64, 60), out_offsets=(0, 64))
+    assert raised(client.infer, "add_sub", inputs, outputs=outputs) == (
+        "model 'add_sub' version 1, output 'OUTPUT1': 64 bytes do not fit in shared memory "
+        "region 'output_data' (shared_memory_byte_size 60)"
+    )
+    inputs, outputs = add_sub_request(module, out_offsets=(0, 64))
+    inputs[0].set_shared_memory("input_data", 32)
+    assert raised(client.infer, "add_sub", inputs, outputs=outputs) == (
+        "model 'add_sub', input 'INPUT0': shared_memory_byte_size is 32 but shape [1, 16] "
+        "of FP32 needs 64 bytes"
+    )
+    inputs, outputs = add_sub_request(module, out_offsets=(0, 64))
+    result = client.infer("add_sub", inputs, outputs=outputs)
+    assert output_meta(result, "OUTPUT0") == ("FP32", [1, 16])
+
+
+def test_cuda_shared_memory_is_refused_clearly(transport):
+    _, client = transport
+    assert CUDA_TEXT in raised(client.get_cuda_shared_memory_status)
+    assert CUDA_TEXT in raised(client.unregister_cuda_shared_memory)
+
+
+def test_http_routes_and_extensions(daemon):
+    base = f"http://{daemon.url}/v2"
+
+    def answer(method: str, path: str):
+        request = urllib.request.Request(
+            base + path, method=method, data=b"" if method == "POST" else None
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                return reply.status, reply.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    status, body = answer("GET", "/cudasharedmemory/status")
+    assert status == 400 and CUDA_TEXT in json.loads(body)["error"]
+    assert answer("POST", "/systemsharedmemory/register")[0] == 400
+    assert answer("GET", "/systemsharedmemory/register")[0] == 405
+    assert answer("GET", "/systemsharedmemory/bogus")[0] == 404
+    assert answer("GET", "/systemsharedmemory/status") == (200, b"[]")
+    with urllib.request.urlopen(base, timeout=10) as reply:
+        assert "system_shared_memory" in json.loads(reply.read())["extensions"]
+    with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
+        assert "system_shared_memory" in client.get_server_metadata().extensions
