@@ -333,10 +333,9 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
             "grpc_max_concurrent_streams",
             f"must be >= 1, got {settings.grpc_max_concurrent_streams}",
         )
-    if settings.shared_memory_max_bytes < 0:
-        raise fail("shared_memory_max_bytes", "must be >= 0")
-    if settings.shared_memory_max_regions < 0:
-        raise fail("shared_memory_max_regions", "must be >= 0")
+    for key in ("shared_memory_max_bytes", "shared_memory_max_regions"):
+        if getattr(settings, key) < 0:
+            raise fail(key, f"must be >= 0, got {getattr(settings, key)}")
     if settings.http_max_connections < 1:
         raise fail("http_max_connections", "must be >= 1")
     if settings.http_max_connections_per_client < 1:

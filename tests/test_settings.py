@@ -276,6 +276,18 @@ def test_grpc_limits_out_of_range_are_refused(key: str, value: str, expected: st
     assert settings_error(flags={key: value}) == f"setting '{key}' ({flag}): {expected}"
 
 
+def test_shared_memory_limits_default_and_refuse_negatives() -> None:
+    loaded = load_settings({}, environ={})
+    assert (loaded.shared_memory_max_bytes, loaded.shared_memory_max_regions) == (1 << 30, 64)
+    assert settings_error(flags={"shared_memory_max_bytes": "-1"}) == (
+        "setting 'shared_memory_max_bytes' (--shared-memory-max-bytes): must be >= 0, got -1"
+    )
+    assert settings_error(environ={"EDGEBOX_SHARED_MEMORY_MAX_REGIONS": "-2"}) == (
+        "setting 'shared_memory_max_regions' (EDGEBOX_SHARED_MEMORY_MAX_REGIONS): "
+        "must be >= 0, got -2"
+    )
+
+
 def test_unknown_control_mode_lists_the_choices(tmp_path: Path) -> None:
     config_file = yaml_file(tmp_path, "model_control_mode: auto\n")
     assert settings_error(config_file=config_file) == (

@@ -246,3 +246,23 @@ def test_http_routes_and_extensions(daemon):
         assert "system_shared_memory" in json.loads(reply.read())["extensions"]
     with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
         assert "system_shared_memory" in client.get_server_metadata().extensions
+
+
+def test_region_limits_come_from_the_settings(tmp_path, regions):
+    from daemon_process import DaemonProcess
+
+    repository = tmp_path / "repo"
+    repository.mkdir()
+    process = DaemonProcess(
+        repository, tmp_path / "daemon.log", ["--shared-memory-max-regions", "1"]
+    ).start()
+    try:
+        with httpclient.InferenceServerClient(process.url) as client:
+            _, key = regions("first", 16)
+            client.register_system_shared_memory("first", key, 16)
+            assert raised(client.register_system_shared_memory, "second", key, 16) == (
+                "system shared memory region 'second': 1 regions are registered, the most "
+                "allowed (shared_memory_max_regions 1)"
+            )
+    finally:
+        assert process.stop() == 0, process.log()
