@@ -17,9 +17,10 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
-from tritonclient.utils import InferenceServerException, triton_to_np_dtype
+from test_tritonclient_http import TYPES_MODEL, TYPES_MODEL_PY
+from tritonclient.utils import InferenceServerException, serialize_byte_tensor, triton_to_np_dtype
 
-from model_fixtures import add_add_sub
+from model_fixtures import add_add_sub, write_model
 
 CUDA_TEXT = "CUDA shared memory is not supported on this device (Jetson has no CUDA IPC)"
 
@@ -32,6 +33,7 @@ def daemon(tmp_path_factory):
     repository = root / "repo"
     repository.mkdir()
     add_add_sub(repository)
+    write_model(repository, "types", TYPES_MODEL, {"1/model.py": TYPES_MODEL_PY})
     process = DaemonProcess(repository, root / "daemon.log", [])
     process.start()
     yield process
@@ -138,6 +140,41 @@ def test_add_sub_with_inputs_and_outputs_in_shared_memory(transport, regions, da
     assert out_key[1:] in mapped_keys(daemon)
     client.unregister_system_shared_memory()
     assert out_key[1:] not in mapped_keys(daemon)
+
+
+def test_bytes_and_fp16_tensors_travel_through_shared_memory(transport, regions):
+    module, client = transport
+    text = np.array([b"ab", b"xyz"], dtype=np.object_)
+    f16 = np.array([1.5, -2.0], dtype=np.float16)
+    i64 = np.arange(4, dtype=np.int64).reshape(2, 2)
+    serialized = serialize_byte_tensor(text)  # as simple_*_shm_string_client does
+    text_bytes = serialized.item()
+    in_handle, in_key = regions("typed_in", 64)
+    out_handle, out_key = regions("typed_out", 64)
+    shm.set_shared_memory_region(in_handle, [f16, i64])
+    shm.set_shared_memory_region(in_handle, [serialized], offset=36)
+    client.register_system_shared_memory("typed_in", in_key, 64)
+    client.register_system_shared_memory("typed_out", out_key, 64)
+
+    inputs = [
+        module.InferInput("F16", [2], "FP16"),
+        module.InferInput("I64", [2, 2], "INT64"),
+        module.InferInput("TEXT", [2], "BYTES"),
+    ]
+    inputs[0].set_shared_memory("typed_in", 4)
+    inputs[1].set_shared_memory("typed_in", 32, offset=4)
+    inputs[2].set_shared_memory("typed_in", len(text_bytes), offset=36)
+    # I64_PLUS_ONE comes back as data between two outputs written into shm.
+    outputs = [module.InferRequestedOutput(n) for n in ("TEXT_UPPER", "I64_PLUS_ONE", "F16_TWICE")]
+    outputs[0].set_shared_memory("typed_out", 32)
+    outputs[2].set_shared_memory("typed_out", 4, offset=32)
+    result = client.infer("types", inputs, outputs=outputs)
+
+    upper = shm.get_contents_as_numpy(out_handle, np.object_, [2])
+    assert upper.tolist() == [b"AB", b"XYZ"]
+    twice = shm.get_contents_as_numpy(out_handle, np.float16, [2], offset=32)
+    assert twice.tolist() == [3.0, -4.0]
+    assert result.as_numpy("I64_PLUS_ONE").tolist() == (i64 + 1).tolist()
 
 
 def test_status_lists_regions(transport, regions):
