@@ -41,7 +41,7 @@ from __future__ import annotations
 from _thread import allocate_lock
 from typing import Protocol
 
-from edgebox.errors import EdgeboxError
+from edgebox.errors import EdgeboxError, Unsupported
 from edgebox.tensors import InferResponse
 
 Outcome = InferResponse | EdgeboxError | None
@@ -51,6 +51,18 @@ Outcome = InferResponse | EdgeboxError | None
 class ResponseContractError(EdgeboxError):
     """A producer broke the contract above (a send after the final one, more
     than one response for a unary request): an edgebox or model bug, INTERNAL."""
+
+
+class DecoupledUnary(Unsupported):
+    """A unary call to a decoupled model, whose answers need a stream;
+    transports reword it as Triton does (``UNARY_REFUSAL_HTTP``, 501, and
+    ``UNARY_REFUSAL_GRPC``, UNIMPLEMENTED)."""
+
+
+UNARY_REFUSAL_HTTP = "HTTP end point doesn't support models with decoupled transaction policy"
+"""Triton 2.51's answer to ``/infer`` on a decoupled model."""
+UNARY_REFUSAL_GRPC = "ModelInfer RPC doesn't support models with decoupled transaction policy"
+"""Triton 2.51's answer to ``ModelInfer`` on a decoupled model."""
 
 
 class ResponseSink(Protocol):

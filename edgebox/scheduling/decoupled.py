@@ -25,8 +25,8 @@ import logging
 import threading
 import time
 
-from edgebox.errors import EdgeboxError, Unavailable, Unsupported
-from edgebox.responses import Outcome, ResponseContractError, ResponseSink
+from edgebox.errors import EdgeboxError, Unavailable
+from edgebox.responses import DecoupledUnary, Outcome, ResponseContractError, ResponseSink
 from edgebox.scheduling.direct import cancelled_error, describe, finish_response
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.scheduling.scheduler import Scheduler
@@ -35,17 +35,6 @@ from edgebox.signature import ModelSignature
 from edgebox.tensors import InferRequest, InferResponse
 
 log = logging.getLogger(__name__)
-
-
-class DecoupledUnary(Unsupported):
-    """A unary call to a decoupled model; transports reword it as Triton does
-    (HTTP ``UNARY_REFUSAL_HTTP``, gRPC ``UNARY_REFUSAL_GRPC``)."""
-
-
-UNARY_REFUSAL_HTTP = "HTTP end point doesn't support models with decoupled transaction policy"
-"""Triton 2.51's answer (501) to ``/infer`` on a decoupled model."""
-UNARY_REFUSAL_GRPC = "ModelInfer RPC doesn't support models with decoupled transaction policy"
-"""Triton 2.51's answer (UNIMPLEMENTED) to ``ModelInfer`` on a decoupled model."""
 
 
 class DecoupledScheduler(Scheduler):

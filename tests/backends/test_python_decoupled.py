@@ -17,7 +17,8 @@ from edgebox.backends.python import Backend
 from edgebox.backends.python import triton_python_backend_utils as pb_utils
 from edgebox.errors import EdgeboxError, ErrorCode, Unsupported
 from edgebox.repository.config import read_model_config
-from edgebox.scheduling.decoupled import DecoupledScheduler, DecoupledUnary
+from edgebox.responses import DecoupledUnary
+from edgebox.scheduling.decoupled import DecoupledScheduler
 from edgebox.tensors import InferRequest, InferResponse, Tensor
 from model_fixtures import add_decoupled_repeat, write_model
 

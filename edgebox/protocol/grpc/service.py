@@ -38,7 +38,7 @@ from edgebox.protocol.grpc import infer_codec, render
 from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
 from edgebox.protocol.grpc.error_map import status_of
 from edgebox.protocol.shared_memory import SharedMemoryRegistry
-from edgebox.scheduling.decoupled import UNARY_REFUSAL_GRPC, DecoupledUnary
+from edgebox.responses import UNARY_REFUSAL_GRPC, DecoupledUnary
 
 log = logging.getLogger("edgebox.grpc")
 

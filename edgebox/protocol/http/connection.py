@@ -1,7 +1,8 @@
 """One client connection of the HTTP server: the llhttp parser's callbacks
 (via httptools) that turn bytes into complete requests, the reading that puts a
 body straight into its final buffer, and the answering that runs the handler
-and writes the response with ``sendmsg``.
+and writes the response with ``sendmsg`` (a streamed body with ``sendall``,
+chunk by chunk, holding the worker until it ends).
 
 Threads and ownership. A ``Connection`` belongs to exactly one thread at a
 time, never two: the server's I/O thread while it is idle, mid-request,
@@ -423,7 +424,31 @@ class Connection:
             )
         # Read after the handler: a stop() that came meanwhile closes this connection.
         keep_alive = message.keep_alive and not self.server.stopping
+        if response.stream is not None:
+            return self._send_stream(response, keep_alive)
         self._send(response, keep_alive, head_only=request.method == "HEAD")
+        return keep_alive
+
+    def _send_stream(self, response: HttpResponse, keep_alive: bool) -> bool:
+        """Send a streamed body chunk by chunk (chunked transfer encoding) as
+        its iterator yields, blocking this worker until it ends: a chunk the
+        client does not take within ``read_timeout_s`` ends the stream and the
+        connection. False when the connection must close."""
+        stream = response.stream
+        self.sock.settimeout(self.server.read_timeout_s)
+        try:
+            self.sock.sendall(response_head(response, None, keep_alive))
+            for chunk in stream:
+                if chunk:
+                    self.sock.sendall(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+            self.sock.sendall(b"0\r\n\r\n")
+        except OSError as exc:
+            log.debug("http: a streamed response ended early: %r", exc)
+            return False
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
         return keep_alive
 
     def _send(self, response: HttpResponse, keep_alive: bool, head_only: bool = False) -> None:

@@ -7,13 +7,15 @@ that runs the handler; nothing here locks. The one exception is
 ``HttpRequest.client_gone``, which any thread may call while the handler runs.
 Response bodies are lists of buffers sent in order and never joined, so a
 tensor's array goes out from its own memory: ``nbytes`` and ``drop_sent``
-treat bytes, bytearrays, memoryviews and C-contiguous numpy arrays alike.
+treat bytes, bytearrays, memoryviews and C-contiguous numpy arrays alike. A
+streamed body (``HttpResponse.stream``) is the one exception: chunks of bytes
+written as they come.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
@@ -54,6 +56,10 @@ class HttpResponse:
     """Buffers sent in order without being joined: bytes or C-contiguous arrays."""
     content_type: str = "application/json"
     headers: list[tuple[str, str]] = field(default_factory=list)
+    stream: Iterator[bytes] | None = None
+    """A body of unknown length in place of ``body`` (server-sent events): sent
+    with chunked transfer encoding, each chunk as soon as the iterator yields
+    it, by the worker, which holds the connection until the iterator ends."""
 
 
 Handler = Callable[[HttpRequest], HttpResponse]
@@ -63,9 +69,9 @@ def json_error_response(status: int, message: str) -> HttpResponse:
     return HttpResponse(status, [json.dumps({"error": message}).encode()])
 
 
-def response_head(response: HttpResponse, length: int, keep_alive: bool) -> bytes:
-    """Status line and headers for a body of ``length`` bytes; ``Connection:
-    close`` when the server closes after it."""
+def response_head(response: HttpResponse, length: int | None, keep_alive: bool) -> bytes:
+    """Status line and headers for a body of ``length`` bytes (None: chunked);
+    ``Connection: close`` when the server closes after it."""
     try:
         phrase = HTTPStatus(response.status).phrase
     except ValueError:
@@ -73,7 +79,7 @@ def response_head(response: HttpResponse, length: int, keep_alive: bool) -> byte
     lines = [
         f"HTTP/1.1 {response.status} {phrase}",
         f"Content-Type: {response.content_type}",
-        f"Content-Length: {length}",
+        "Transfer-Encoding: chunked" if length is None else f"Content-Length: {length}",
     ]
     lines += [f"{name}: {value}" for name, value in response.headers]
     if not keep_alive:

@@ -9,6 +9,7 @@ Routes (``{v}`` optional everywhere it appears, as ``/versions/{v}``)::
     GET  /v2/models/{m}[/versions/{v}]     model metadata
     GET  .../ready | .../config | .../stats
     POST .../infer
+    POST .../generate | .../generate_stream   Triton's generate extension (SSE)
     GET  /v2/models/stats                  statistics of every model
     POST /v2/repository/index
     POST /v2/repository/models/{m}/load | /unload
@@ -27,10 +28,17 @@ from http import HTTPStatus
 
 from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError, InvalidArgument, NotFound
-from edgebox.protocol.http import infer_codec, render, repository_ext, shared_memory_ext
+from edgebox.protocol.http import (
+    generate_ext,
+    infer_codec,
+    render,
+    repository_ext,
+    shared_memory_ext,
+)
 from edgebox.protocol.http.error_map import error_response
 from edgebox.protocol.http.messages import HttpRequest, HttpResponse, json_error_response
 from edgebox.protocol.shared_memory import SharedMemoryRegistry
+from edgebox.responses import UNARY_REFUSAL_HTTP, DecoupledUnary
 
 _VERSION = re.compile(r"0|[1-9][0-9]*")
 """A version as a path segment: Triton routes only ``versions/[0-9]+`` and
@@ -66,6 +74,8 @@ class V2Handlers:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         try:
             return self._route(request)
+        except DecoupledUnary:
+            return json_error_response(HTTPStatus.NOT_IMPLEMENTED, UNARY_REFUSAL_HTTP)
         except EdgeboxError as error:
             return error_response(error)
         except _BodyTooLarge as refusal:
@@ -128,6 +138,11 @@ class V2Handlers:
             if method != "POST":
                 return _wrong_method(request)
             return self._infer(request, name, version)
+        if action in ("generate", "generate_stream"):
+            if method != "POST":
+                return _wrong_method(request)
+            stream = action == "generate_stream"
+            return generate_ext.generate(self.dataplane, request, name, version, stream)
         if method != "GET":
             return _wrong_method(request)
         if action == "":
