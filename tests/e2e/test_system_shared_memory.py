@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import urllib.error
 import urllib.request
 import uuid
@@ -175,6 +176,36 @@ def test_bytes_and_fp16_tensors_travel_through_shared_memory(transport, regions)
     twice = shm.get_contents_as_numpy(out_handle, np.float16, [2], offset=32)
     assert twice.tolist() == [3.0, -4.0]
     assert result.as_numpy("I64_PLUS_ONE").tolist() == (i64 + 1).tolist()
+
+
+def test_grpc_stream_requests_use_shared_memory(daemon, regions):
+    a = np.arange(16, dtype=np.float32).reshape(1, 16)
+    b = np.full((1, 16), 5.0, dtype=np.float32)
+    in_handle, in_key = regions("input_data", 128)
+    out_handle, out_key = regions("output_data", 128)
+    shm.set_shared_memory_region(in_handle, [a, b])
+    answers: queue.Queue = queue.Queue()
+    with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
+        client.register_system_shared_memory("input_data", in_key, 128)
+        client.register_system_shared_memory("output_data", out_key, 128)
+        client.start_stream(callback=lambda result, error: answers.put((result, error)))
+        inputs, outputs = add_sub_request(grpcclient, out_offsets=(0, 64))
+        client.async_stream_infer("add_sub", inputs, outputs=outputs, request_id="1")
+        result, error = answers.get(timeout=30)
+        assert error is None and result.get_response().id == "1"
+        inputs, outputs = add_sub_request(grpcclient, in_region="nope")
+        client.async_stream_infer("add_sub", inputs, outputs=outputs, request_id="2")
+        _, error = answers.get(timeout=30)
+        assert error.message() == (
+            "model 'add_sub', input 'INPUT0': shared memory region 'nope' is not registered"
+        )
+        client.stop_stream()
+        np.testing.assert_array_equal(
+            shm.get_contents_as_numpy(out_handle, np.float32, [1, 16], offset=64), a - b
+        )
+        client.unregister_system_shared_memory()
+    assert in_key[1:] not in mapped_keys(daemon)  # the stream's lease ended with its final
+    assert out_key[1:] not in mapped_keys(daemon)
 
 
 def test_status_lists_regions(transport, regions):

@@ -37,8 +37,9 @@ from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.grpc import infer_codec, render
 from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
 from edgebox.protocol.grpc.error_map import status_of
-from edgebox.protocol.shared_memory import SharedMemoryRegistry
+from edgebox.protocol.shared_memory import RegionLease, SharedMemoryRegistry
 from edgebox.responses import UNARY_REFUSAL_GRPC, DecoupledUnary
+from edgebox.tensors import InferRequest
 
 log = logging.getLogger("edgebox.grpc")
 
@@ -281,19 +282,23 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     ) -> None:
         """Start one stream request; its answers go to ``emit`` as the model
         sends them, the last with ``final`` True. Never raises."""
+        regions = RegionLease(self._shared_memory)
         try:
             self._dataplane.check_servable(message.model_name, message.model_version)
-            request = infer_codec.decode_request(message)
+            request = infer_codec.decode_request(message, regions)
         except EdgeboxError as error:
+            regions.release()
             emit(_stream_error(message, str(error)), True)
             return
         except BaseException:
+            regions.release()
             log.exception("grpc: ModelStreamInfer failed for model '%s'", message.model_name)
             emit(_stream_error(message, INTERNAL_ERROR), True)
             return
         request.is_cancelled = is_cancelled
         empty_final = request.parameters.pop(EMPTY_FINAL_PARAMETER, False) is True
-        self._dataplane.infer_stream(request, _StreamSink(message, emit, empty_final))
+        sink = _StreamSink(message, emit, empty_final, request, regions)
+        self._dataplane.infer_stream(request, sink)
 
     def _unload(self, name: str, entries) -> None:
         parameters = _repository_parameters(entries)
@@ -356,16 +361,33 @@ for empty finals): whether it is the request's last."""
 
 class _StreamSink:
     """One stream request's sink: renders each response as Triton streams it
-    and hands it to the stream's loop (``emit``); never blocks."""
+    and hands it to the stream's loop (``emit``); never blocks. The
+    shared-memory regions the request named stay leased until its final."""
 
-    __slots__ = ("_emit", "_empty_final", "_message")
+    __slots__ = ("_emit", "_empty_final", "_message", "_regions", "_request")
 
-    def __init__(self, message: pb.ModelInferRequest, emit, empty_final: bool) -> None:
+    def __init__(
+        self,
+        message: pb.ModelInferRequest,
+        emit,
+        empty_final: bool,
+        request: InferRequest,
+        regions: RegionLease,
+    ) -> None:
         self._message = message
         self._emit = emit
         self._empty_final = empty_final
+        self._request = request
+        self._regions = regions
 
     def send(self, response, final: bool) -> None:
+        try:
+            self._send(response, final)
+        finally:
+            if final:
+                self._regions.release()
+
+    def _send(self, response, final: bool) -> None:
         message = self._message
         if isinstance(response, EdgeboxError):
             self._emit(_stream_error(message, str(response)), final)
@@ -381,7 +403,7 @@ class _StreamSink:
         if self._empty_final:
             response.parameters[FINAL_PARAMETER] = final
         try:
-            encoded = infer_codec.encode_response(response)
+            encoded = infer_codec.encode_response(response, self._request, self._regions)
         except EdgeboxError as error:
             self._emit(_stream_error(message, str(error)), final)
             return
