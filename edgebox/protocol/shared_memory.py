@@ -109,7 +109,8 @@ class SharedMemoryRegistry:
         with self._lock:
             self._check_free(where, name, byte_size)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            # O_NONBLOCK: a FIFO planted under /dev/shm cannot hang the open.
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
             raise InvalidArgument(f"{where}: no shared memory object with key '{key}'") from None
         except OSError as exc:

@@ -115,6 +115,19 @@ def test_a_link_in_dev_shm_is_not_followed(tmp_path):
     )
 
 
+def test_a_fifo_in_dev_shm_is_refused_without_blocking():
+    name = f"edgebox-test-fifo-{os.getpid()}"
+    os.mkfifo(f"/dev/shm/{name}")
+    try:
+        with pytest.raises(InvalidArgument) as caught:
+            SharedMemoryRegistry().register("g", name, 0, 4)
+    finally:
+        os.unlink(f"/dev/shm/{name}")
+    assert str(caught.value) == (
+        f"system shared memory region 'g': key '{name}' is not a shared memory object"
+    )
+
+
 @pytest.mark.parametrize(
     "offset, byte_size, message",
     [
