@@ -18,6 +18,8 @@ Then issue 9's cost of running python models in a process of their own
 (``bench/isolation.py``, on a daemon of its own).
 Then issue 9's connection exhaustion: new clients served while 128 slow
 sockets are held (``bench/slowloris.py``, on the same daemon).
+Then issue 10's transports: HTTP binary and gRPC against the direct call
+(``bench/transports.py``, on the same daemon, which serves both).
 
     python bench/run.py                       # full run, about 5 minutes
     python bench/run.py --quick               # smoke run, under a minute
@@ -26,10 +28,11 @@ sockets are held (``bench/slowloris.py``, on the same daemon).
     python bench/run.py --server-choice-only
     python bench/run.py --issue3              # only batching and drops, under 2 minutes
     python bench/run.py --only batching,drops # any of: issue2, server-choice, batching, drops,
-                                              # stream, slowloris, isolation
+                                              # stream, slowloris, isolation, transports
     python bench/run.py --only stream         # only the stream throughput, about 2 minutes
     python bench/run.py --only isolation      # only python model isolation, about 1.5 minutes
     python bench/run.py --only slowloris      # only the slow-sockets case, under a minute
+    python bench/run.py --only transports     # only HTTP vs gRPC, about 2 minutes
 
 Exits 1 when a target fails (unless ``--no-fail``). Results also go to
 ``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``, the
@@ -57,7 +60,15 @@ for _path in (REPO_ROOT, REPO_ROOT / "tests"):
 
 import tritonclient.http as httpclient  # noqa: E402
 
-from bench import batching, drops, isolation, server_choice, slowloris, stream_fps  # noqa: E402
+from bench import (  # noqa: E402
+    batching,
+    drops,
+    isolation,
+    server_choice,
+    slowloris,
+    stream_fps,
+    transports,
+)
 from bench.cpu_time import process_cpu_s  # noqa: E402
 from bench.floors import DirectSession, SocketFloor  # noqa: E402
 from bench.latency import Round, Summary  # noqa: E402
@@ -97,6 +108,10 @@ class Plan:
     isolation_scale: float
     slowloris_s: float
     """Issue 9: seconds of new clients per slow-sockets case."""
+    transport_rounds: int
+    """Issue 10: rounds of the transport comparison, and seconds per add_sub
+    cell per round (lane cells twice that, concurrency 8 cells 1.5 times)."""
+    transport_s: float
 
 
 FULL = Plan(
@@ -116,6 +131,8 @@ FULL = Plan(
     isolation_rounds=5,
     isolation_scale=1.0,
     slowloris_s=10.0,
+    transport_rounds=7,
+    transport_s=0.5,
 )
 QUICK = Plan(
     rounds=3,
@@ -134,8 +151,19 @@ QUICK = Plan(
     isolation_rounds=2,
     isolation_scale=0.4,
     slowloris_s=3.0,
+    transport_rounds=2,
+    transport_s=0.2,
 )
-PARTS = ("issue2", "server-choice", "batching", "drops", "stream", "slowloris", "isolation")
+PARTS = (
+    "issue2",
+    "server-choice",
+    "batching",
+    "drops",
+    "stream",
+    "slowloris",
+    "isolation",
+    "transports",
+)
 
 
 @dataclass
@@ -200,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     daemon = DaemonProcess(OUT / "repository", OUT / "daemon.log", [])
     targets: list[Target] = []
     try:
-        if parts & {"issue2", "server-choice", "batching", "slowloris"}:
+        if parts & {"issue2", "server-choice", "batching", "slowloris", "transports"}:
             daemon.start()
         if parts & {"issue2", "server-choice"}:
             for workload in workloads.values():
@@ -227,6 +255,19 @@ def main(argv: list[str] | None = None) -> int:
                 workloads["add_sub"], daemon.url, plan.choice_rounds, plan.choice_s, expected
             )
             results["server_choice"] = print_choice(choice)
+        if "transports" in parts:
+            print("\nissue 10: HTTP binary and gRPC against the direct call", flush=True)
+            figures, found = transports.measure(
+                daemon.url,
+                daemon.grpc_url,
+                daemon.process.pid,
+                workloads,
+                plan.transport_rounds,
+                plan.transport_s,
+                log=_progress,
+            )
+            results["transports"] = figures
+            targets += [Target(*t) for t in found]
         if "batching" in parts:
             print("\nissue 3: dynamic batching, lane, concurrency 8", flush=True)
             figures, found = batching.measure(

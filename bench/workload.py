@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import http.client
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +71,9 @@ class Workload:
     """HTTP request body: the JSON header plus the binary tensors."""
     response_bytes: int = 0
     """HTTP response body, likewise."""
+    output_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Each output's shape (FP32), for clients that give the server a region
+    to write outputs into (``bench/transports.py``'s shared memory)."""
 
     def triton_inputs(self) -> list[httpclient.InferInput]:
         inputs = []
@@ -126,6 +129,13 @@ def write_repository(root: Path) -> dict[str, Workload]:
             add_sub_path,
             {"INPUT0": pattern, "INPUT1": np.ones((1, 16), dtype=np.float32)},
             ["OUTPUT0", "OUTPUT1"],
+            output_shapes={"OUTPUT0": (1, 16), "OUTPUT1": (1, 16)},
         ),
-        "lane": Workload("lane", lane_path, {"input": image}, ["predict_lanes"]),
+        "lane": Workload(
+            "lane",
+            lane_path,
+            {"input": image},
+            ["predict_lanes"],
+            output_shapes={"predict_lanes": (1, LANE_ANCHORS, LANE_VALUES)},
+        ),
     }
