@@ -47,6 +47,7 @@ class Daemon:
             self.registry,
             BackendCatalog(settings.python_isolation, settings.python_memory_limit_mb),
             infer=lambda request: self.dataplane.infer(request),
+            infer_stream=lambda request, sink: self.dataplane.infer_stream(request, sink),
             gpu_ids=gpu_ids(),
             limits=LoadLimits(
                 max_warmup_requests=settings.max_warmup_requests,

@@ -21,7 +21,11 @@ class Stack:
         self.events = self.bus.subscribe(ModelStateChanged)
         self.registry = ModelRegistry(self.bus)
         self.manager = LifecycleManager(
-            repository, self.registry, BackendCatalog(), infer=lambda r: self.dataplane.infer(r)
+            repository,
+            self.registry,
+            BackendCatalog(),
+            infer=lambda r: self.dataplane.infer(r),
+            infer_stream=lambda r, s: self.dataplane.infer_stream(r, s),
         )
         self.dataplane = DataPlane(self.registry, self.manager, control_mode="explicit")
 

@@ -42,6 +42,9 @@ from edgebox.tensors import InferRequest, InferResponse
 
 InferFunction = Callable[[InferRequest], InferResponse]
 """Runs a request against any loaded model; how BLS calls reach other models."""
+InferStreamFunction = Callable[[InferRequest, ResponseSink], None]
+"""Runs a request against any loaded model, its responses to the sink
+(``DataPlane.infer_stream``); how BLS ``exec(decoupled=True)`` calls reach them."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class ModelContext:
     model_dir: Path
     version_dir: Path
     infer: InferFunction | None = None
+    infer_stream: InferStreamFunction | None = None
     notes: list[str] = field(default_factory=list)
     """Facts the backend wants shown with the model (e.g. "CUDA EP absent, running on CPU")."""
     max_threads_per_instance: int | None = None

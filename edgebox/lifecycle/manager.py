@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from edgebox.backends import BackendCatalog
-from edgebox.backends.base import InferFunction
+from edgebox.backends.base import InferFunction, InferStreamFunction
 from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, NotFound, Unavailable
 from edgebox.lifecycle.dependencies import dependents_of, load_order
 from edgebox.lifecycle.limits import LoadLimits
@@ -58,6 +58,7 @@ class LifecycleManager:
         infer: InferFunction,
         gpu_ids: list[int] | None = None,
         limits: LoadLimits | None = None,
+        infer_stream: InferStreamFunction | None = None,
     ) -> None:
         self.repository = repository
         self._registry = registry
@@ -66,7 +67,7 @@ class LifecycleManager:
         self._configs = ModelConfigs(repository, registry, limits, gpu_ids)
         self._operations = ModelOperations(registry)
         self._versions = VersionLoader(
-            repository, registry, catalog, infer, self._operations, gpu_ids, limits
+            repository, registry, catalog, infer, self._operations, gpu_ids, limits, infer_stream
         )
         self._retirer = VersionRetirer(registry, self._versions.close)
         self._lock = threading.Lock()

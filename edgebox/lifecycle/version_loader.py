@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 from edgebox.backends import BackendCatalog
-from edgebox.backends.base import InferFunction, ModelContext
+from edgebox.backends.base import InferFunction, InferStreamFunction, ModelContext
 from edgebox.errors import EdgeboxError, Unavailable
 from edgebox.lifecycle.labels import read_labels
 from edgebox.lifecycle.limits import InstanceLedger, LoadLimits
@@ -52,8 +52,10 @@ class VersionLoader:
         operations: ModelOperations,
         gpu_ids: list[int],
         limits: LoadLimits,
+        infer_stream: InferStreamFunction | None = None,
     ) -> None:
         self._repository = repository
+        self._infer_stream = infer_stream
         self._registry = registry
         self._catalog = catalog
         self._infer = infer
@@ -86,6 +88,7 @@ class VersionLoader:
             model_dir=self._repository / name,
             version_dir=self._repository / name / str(version),
             infer=self._infer,
+            infer_stream=self._infer_stream,
             max_threads_per_instance=self._limits.max_threads_per_instance,
         )
         self._operations.begin_version(load, version, context.where)

@@ -223,3 +223,68 @@ def test_model_without_decoupled_policy_has_no_sender(stack, tmp_path) -> None:
     stack.manager.load_model("plain")
     with pytest.raises(EdgeboxError, match="get_response_sender\\(\\) is for decoupled models"):
         stack.dataplane.infer(repeat_request([1], model="plain"))
+
+
+BLS_CALLER_CONFIG = """
+name: "caller"
+backend: "python"
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] } ]
+output [ { name: "SUM" data_type: TYPE_INT32 dims: [ 1 ] } ]
+"""
+
+# In the shape of python_backend's bls_decoupled: an ordinary model that calls a
+# decoupled one with exec(decoupled=True) and folds its responses into one.
+BLS_CALLER_MODEL = """
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            mode = json.loads(request.parameters()).get("mode", "inline")
+            bls = pb_utils.InferenceRequest(
+                model_name=json.loads(request.parameters()).get("target", "repeat"),
+                inputs=[pb_utils.get_input_tensor_by_name(request, "IN")],
+                requested_output_names=["OUT"],
+                parameters={"mode": mode},
+            )
+            total, empty_finals = 0, 0
+            for response in bls.exec(decoupled=True):
+                if response.has_error():
+                    responses.append(pb_utils.InferenceResponse(error=response.error()))
+                    break
+                if not response.output_tensors():
+                    empty_finals += 1
+                    continue
+                total += int(pb_utils.get_output_tensor_by_name(response, "OUT").as_numpy()[0])
+            else:
+                value = np.array([total * 10 + empty_finals], np.int32)
+                responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("SUM", value)]))
+        return responses
+"""
+
+
+@pytest.fixture
+def caller(repeat, tmp_path):
+    write_model(tmp_path, "caller", BLS_CALLER_CONFIG, {"1/model.py": BLS_CALLER_MODEL})
+    repeat.manager.load_model("caller")
+    return repeat
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"), [("inline", 61), ("thread", 61), ("final_with_last", 60)]
+)
+def test_bls_exec_decoupled_iterates_every_response(caller, mode, expected) -> None:
+    request = repeat_request([1, 2, 3], mode, model="caller")
+    response = caller.dataplane.infer(request)
+    assert int(response.outputs[0].data[0]) == expected
+
+
+def test_bls_exec_decoupled_reports_the_called_models_error(caller) -> None:
+    with pytest.raises(EdgeboxError) as caught:
+        caller.dataplane.infer(repeat_request([1], "raise", model="caller"))
+    assert "execute() raised ValueError: no answer today" in str(caught.value)

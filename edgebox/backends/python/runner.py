@@ -151,6 +151,8 @@ class Backend(base.Backend):
     def _import(self, context: ModelContext) -> _LoadedVersion:
         if context.infer is not None:
             pb_utils._bind_infer_function(context.infer)
+        if context.infer_stream is not None:
+            pb_utils._bind_infer_stream_function(context.infer_stream)
         path = context.model_file()
         loaded = _import_model(context, path)
         with self._lock:

@@ -24,6 +24,7 @@ import copy
 import enum
 import json
 import logging
+import queue
 import struct
 import threading
 from collections.abc import Sequence
@@ -99,6 +100,15 @@ _log = logging.getLogger("edgebox.backends.python")
 
 _infer_function: Any = None
 """The daemon's infer function for BLS; set by the runner when a model loads."""
+
+
+_infer_stream_function: Any = None
+"""The daemon's streaming infer function, for ``exec(decoupled=True)``."""
+
+
+def _bind_infer_stream_function(infer_stream: Any) -> None:
+    global _infer_stream_function
+    _infer_stream_function = infer_stream
 
 
 def _bind_infer_function(infer: Any) -> None:
@@ -420,21 +430,49 @@ class InferenceRequest:
             )
         return self._response_sender
 
-    def exec(self, decoupled: bool = False) -> InferenceResponse:
-        """Run this request on another model (BLS) and wait for its response."""
-        if decoupled:
-            raise TritonModelException(
-                "exec(decoupled=True) streams responses, which edgebox does not support"
-            )
-        infer = _infer_function
+    def exec(self, decoupled: bool = False) -> Any:
+        """Run this request on another model (BLS) and wait for its response;
+        with ``decoupled=True`` an iterator over its responses instead (a
+        decoupled model's zero or many, the last one empty when the model
+        sent its final flag alone), each taken as the model sends it."""
+        infer = _infer_stream_function if decoupled else _infer_function
         if infer is None:
-            return InferenceResponse(
+            error = InferenceResponse(
                 error=TritonError(
                     f"BLS request to model '{self._model_name}': no inference function was "
                     "given to the python backend, so other models cannot be called",
                     TritonError.UNAVAILABLE,
                 )
             )
+            return iter([error]) if decoupled else error
+        request = self._edgebox_request()
+        if isinstance(request, InferenceResponse):
+            return iter([request]) if decoupled else request
+        if decoupled:
+            responses = _BlsResponses(self._model_name)
+            try:
+                infer(request, responses)
+            except Exception as exc:
+                _log.exception("BLS request to model '%s' failed", self._model_name)
+                responses.send(EdgeboxError(f"{type(exc).__name__}: {exc}"), True)
+            return responses.iterate()
+        try:
+            response = infer(request)
+        except EdgeboxError as err:
+            return InferenceResponse(error=TritonError(str(err), _triton_code(err.code)))
+        except Exception as exc:
+            _log.exception("BLS request to model '%s' failed", self._model_name)
+            return InferenceResponse(
+                error=TritonError(
+                    f"BLS request to model '{self._model_name}': {type(exc).__name__}: {exc}",
+                    TritonError.INTERNAL,
+                )
+            )
+        return _from_edgebox_response(response)
+
+    def _edgebox_request(self) -> tensors.InferRequest | InferenceResponse:
+        """The BLS request as edgebox runs it, or the error response for an
+        input that cannot be converted."""
         inputs = []
         for tensor in self._inputs:
             try:
@@ -450,7 +488,7 @@ class InferenceRequest:
             # The caller keeps its arrays: a callee that writes gets a copy.
             converted.data = _read_only(converted.data)
             inputs.append(converted)
-        request = tensors.InferRequest(
+        return tensors.InferRequest(
             self._model_name,
             inputs=inputs,
             model_version="" if self._model_version == -1 else str(self._model_version),
@@ -458,24 +496,8 @@ class InferenceRequest:
             outputs=[tensors.RequestedOutput(name) for name in self._requested_output_names],
             parameters=self._bls_parameters(),
         )
-        try:
-            response = infer(request)
-        except EdgeboxError as err:
-            return InferenceResponse(error=TritonError(str(err), _triton_code(err.code)))
-        except Exception as exc:
-            _log.exception("BLS request to model '%s' failed", self._model_name)
-            return InferenceResponse(
-                error=TritonError(
-                    f"BLS request to model '{self._model_name}': {type(exc).__name__}: {exc}",
-                    TritonError.INTERNAL,
-                )
-            )
-        return InferenceResponse(
-            output_tensors=[_from_edgebox_tensor(tensor) for tensor in response.outputs],
-            parameters=response.parameters,
-        )
 
-    async def async_exec(self, decoupled: bool = False) -> InferenceResponse:
+    async def async_exec(self, decoupled: bool = False) -> Any:
         """Same as ``exec``; it runs to completion before the await returns."""
         return self.exec(decoupled)
 
@@ -575,6 +597,39 @@ class InferenceResponseSender:
         with self._lock:
             was_open, self._closed = not self._closed, True
         return was_open
+
+
+def _from_edgebox_response(response: tensors.InferResponse) -> InferenceResponse:
+    return InferenceResponse(
+        output_tensors=[_from_edgebox_tensor(tensor) for tensor in response.outputs],
+        parameters=response.parameters,
+    )
+
+
+class _BlsResponses:
+    """The sink of a BLS ``exec(decoupled=True)``: the called model's sends,
+    queued for the caller's iterator (``send`` never blocks)."""
+
+    def __init__(self, model_name: str) -> None:
+        self._model_name = model_name
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+
+    def send(self, response: Any, final: bool) -> None:
+        self._queue.put((response, final))
+
+    def iterate(self) -> Any:
+        while True:
+            response, final = self._queue.get()
+            if isinstance(response, EdgeboxError):
+                yield InferenceResponse(
+                    error=TritonError(str(response), _triton_code(response.code))
+                )
+            elif response is not None:
+                yield _from_edgebox_response(response)
+            elif final:
+                yield InferenceResponse([])
+            if final:
+                return
 
 
 # ---------------------------------------------------------------- helpers models call
