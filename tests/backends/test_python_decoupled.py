@@ -288,3 +288,40 @@ def test_bls_exec_decoupled_reports_the_called_models_error(caller) -> None:
     with pytest.raises(EdgeboxError) as caught:
         caller.dataplane.infer(repeat_request([1], "raise", model="caller"))
     assert "execute() raised ValueError: no answer today" in str(caught.value)
+
+
+# In the shape of python_backend's bls_decoupled async_model: an async execute
+# that gathers two async_exec(decoupled=True) calls.
+ASYNC_CALLER_MODEL = """
+import asyncio
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    async def execute(self, requests):
+        (request,) = requests
+        calls = [
+            pb_utils.InferenceRequest(
+                model_name="repeat",
+                inputs=[pb_utils.get_input_tensor_by_name(request, "IN")],
+                requested_output_names=["OUT"],
+            ).async_exec(decoupled=True)
+            for _ in range(2)
+        ]
+        total = 0
+        for responses in await asyncio.gather(*calls):
+            for response in responses:
+                if response.output_tensors():
+                    total += int(response.output_tensors()[0].as_numpy()[0])
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("SUM", np.array([total], np.int32))])]
+"""
+
+
+def test_async_execute_gathers_decoupled_bls_calls(repeat, tmp_path) -> None:
+    config = BLS_CALLER_CONFIG.replace('"caller"', '"async_caller"')
+    write_model(tmp_path, "async_caller", config, {"1/model.py": ASYNC_CALLER_MODEL})
+    repeat.manager.load_model("async_caller")
+    response = repeat.dataplane.infer(repeat_request([1, 2, 3], model="async_caller"))
+    assert int(response.outputs[0].data[0]) == 12

@@ -28,7 +28,9 @@ Spec: https://github.com/triton-inference-server/python_backend#usage
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import inspect
 import itertools
 import json
 import logging
@@ -188,7 +190,7 @@ class PythonInstance:
             for request in requests
         ]
         try:
-            returned = self._model.execute(pb_requests)
+            returned = _finish_async(self._model.execute(pb_requests))
         except BaseException as exc:
             message = (
                 f"{self._where}: execute() raised {describe_exception(exc, self._version_dir)}"
@@ -227,7 +229,7 @@ class PythonInstance:
             pb_requests.append(pb_request)
             senders.append(sender)
         try:
-            returned = self._model.execute(pb_requests)
+            returned = _finish_async(self._model.execute(pb_requests))
         except BaseException as exc:
             message = (
                 f"{self._where}: execute() raised {describe_exception(exc, self._version_dir)}"
@@ -309,6 +311,15 @@ class PythonInstance:
             id=request.id,
             parameters=json.loads(response.parameters()),
         )
+
+
+def _finish_async(returned: Any) -> Any:
+    """An ``async def execute`` (python_backend allows one, to await
+    ``async_exec`` calls) runs to completion on an event loop of its own, on
+    this thread; anything else is returned as is."""
+    if inspect.iscoroutine(returned):
+        return asyncio.run(returned)
+    return returned
 
 
 class _Everything:
