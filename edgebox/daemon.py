@@ -177,7 +177,8 @@ class Daemon:
     def shutdown(self) -> None:
         """Stop within ``exit_timeout_secs`` in all: loads in progress are
         cancelled, streams stop (their frame in flight finishes), then in-flight
-        requests finish, then shared-memory regions are unmapped, then models
+        requests finish (requests a decoupled model still holds at half the
+        budget fail), then shared-memory regions are unmapped, then models
         are unloaded (python models' ``finalize`` runs)."""
         log.info("shutting down: finishing in-flight requests")
         notify("STOPPING=1")
@@ -188,6 +189,14 @@ class Daemon:
         if not self.streams.stop(self.settings.exit_timeout_secs / 2):
             log.warning("a stream did not stop in time; continuing the shutdown")
         self.dataplane.mark_stopping()
+        # A decoupled model may hold a request for ever: past half the budget it fails.
+        abandon = threading.Timer(
+            self.settings.exit_timeout_secs / 2,
+            self.dataplane.abandon_held,
+            ("the server is shutting down",),
+        )
+        abandon.daemon = True
+        abandon.start()
         if self.poller is not None:
             self.poller.stop(max(0.0, deadline - time.monotonic()))
         self.grpc.begin_stop(max(0.0, deadline - time.monotonic()))
@@ -196,6 +205,7 @@ class Daemon:
         self.shared_memory.close()
         if not self.manager.unload_all(max(0.0, deadline - time.monotonic())):
             log.warning("exit timeout reached with requests still running; exiting anyway")
+        abandon.cancel()
         log.info("stopped")
 
 

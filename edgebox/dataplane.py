@@ -172,6 +172,16 @@ class DataPlane:
                 EdgeboxError(f"{served.where}: request failed: {type(exc).__name__}: {exc}"), True
             )
 
+    def abandon_held(self, reason: str) -> int:
+        """Fail (UNAVAILABLE, ``reason``) every request a decoupled model still
+        holds without its final, so a shutdown's drain ends; how many there were."""
+        count = 0
+        for name in self._registry.model_names():
+            for served in self._registry.served_versions(name).values():
+                if served.scheduler.decoupled:
+                    count += served.scheduler.abandon(reason)
+        return count
+
     def statistics(self, name: str = "", version: str = "") -> list[VersionStatistics]:
         """One entry per served version: of ``name`` (only ``version`` when
         given), or of every model when ``name`` is empty, by name then version.
