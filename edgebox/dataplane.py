@@ -31,11 +31,13 @@ from edgebox.errors import EdgeboxError, InvalidArgument, NotFound, Unsupported
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry, ServedModel
 from edgebox.lifecycle.states import ModelState
+from edgebox.log_settings import LogSettings
 from edgebox.repository.config import config_from_json
 from edgebox.repository.contained_path import check_model_name
 from edgebox.repository.layout import scan_repository
 from edgebox.responses import Outcome, ResponseContractError, ResponseSink
 from edgebox.tensors import InferRequest, InferResponse, Tensor
+from edgebox.trace_settings import TraceSettings
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,8 @@ EXTENSIONS = [
     "model_configuration",
     "statistics",
     "system_shared_memory",
+    "logging",
+    "trace",
 ]
 
 
@@ -56,8 +60,11 @@ class DataPlane:
         manager: LifecycleManager,
         control_mode: str = "none",
         strict_readiness: bool = False,
+        log_settings: LogSettings | None = None,
     ) -> None:
         self._registry = registry
+        self._log_settings = log_settings or LogSettings()
+        self._trace_settings = TraceSettings()
         self._manager = manager
         self._control_mode = control_mode
         self._strict_readiness = strict_readiness
@@ -87,6 +94,32 @@ class DataPlane:
 
     def server_metadata(self) -> ServerMetadata:
         return ServerMetadata("edgebox", __version__, tuple(EXTENSIONS))
+
+    # -- logging and trace extensions ----------------------------------------
+
+    def log_settings(self) -> dict:
+        """Triton's ``logging`` extension: the daemon's current log settings."""
+        return self._log_settings.current()
+
+    def update_log_settings(self, changes: dict) -> dict:
+        """Applies ``changes`` to the daemon's logging now (see ``log_settings``)."""
+        return self._log_settings.update(changes)
+
+    def trace_settings(self, model: str = "") -> dict:
+        """Triton's ``trace`` extension: tracing is off and stays off
+        (``trace_settings``); NotFound for a model the registry does not know."""
+        if model:
+            self._check_known(model)
+        return self._trace_settings.current(model)
+
+    def update_trace_settings(self, model: str, changes: dict) -> dict:
+        if model:
+            self._check_known(model)
+        return self._trace_settings.update(model, changes)
+
+    def _check_known(self, model: str) -> None:
+        if model not in self._registry.model_names():
+            raise NotFound(f"unknown model '{model}'")
 
     # -- models ------------------------------------------------------------
 

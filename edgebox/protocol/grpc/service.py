@@ -34,7 +34,7 @@ from tritonclient.grpc import service_pb2_grpc
 from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError, InvalidArgument, NotFound, Unavailable, Unsupported
 from edgebox.protocol.access_policy import AccessPolicy
-from edgebox.protocol.grpc import infer_codec, render
+from edgebox.protocol.grpc import infer_codec, render, settings_codec
 from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
 from edgebox.protocol.grpc.error_map import status_of
 from edgebox.protocol.shared_memory import RegionLease, SharedMemoryRegistry
@@ -248,11 +248,22 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     async def TraceSetting(self, request, context):
         await self._admit("TraceSetting", context)
-        await self._fail(context, Unsupported("TraceSetting: trace settings are not served yet"))
+        changes = settings_codec.trace_changes(request)
+        model = request.model_name
+        if changes:
+            verb, args = self._dataplane.update_trace_settings, (model, changes)
+        else:
+            verb, args = self._dataplane.trace_settings, (model,)
+        return settings_codec.trace_response(await self._run(context, verb, *args))
 
     async def LogSettings(self, request, context):
         await self._admit("LogSettings", context)
-        await self._fail(context, Unsupported("LogSettings: log settings are not served yet"))
+        changes = settings_codec.log_changes(request)
+        if changes:
+            settings = await self._run(context, self._dataplane.update_log_settings, changes)
+        else:
+            settings = await self._run(context, self._dataplane.log_settings)
+        return settings_codec.log_response(settings)
 
     # -- on the worker pool --------------------------------------------------------
 

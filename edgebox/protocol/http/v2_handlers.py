@@ -15,6 +15,8 @@ Routes (``{v}`` optional everywhere it appears, as ``/versions/{v}``)::
     POST /v2/repository/models/{m}/load | /unload
     POST /v2/systemsharedmemory[/region/{r}]/register | /unregister
     GET  /v2/systemsharedmemory[/region/{r}]/status
+    GET|POST /v2/logging                   Triton's logging extension
+    GET|POST /v2/trace/setting | /v2/models/{m}/trace/setting   trace (always OFF)
     *    /v2/cudasharedmemory/...          400: not on this device
 """
 
@@ -37,6 +39,7 @@ from edgebox.protocol.http import (
 )
 from edgebox.protocol.http.error_map import error_response
 from edgebox.protocol.http.messages import HttpRequest, HttpResponse, json_error_response
+from edgebox.protocol.http.request_json import parse_object
 from edgebox.protocol.shared_memory import SharedMemoryRegistry
 from edgebox.responses import UNARY_REFUSAL_HTTP, DecoupledUnary
 
@@ -50,7 +53,17 @@ _INFLATE_CHUNK = 1 << 16
 _MAX_GZIP_MEMBERS = 64
 """gzip members one body may hold (clients send one)."""
 
-_SERVER_ROUTES = frozenset(["", "health/live", "health/ready", "models/stats", "repository/index"])
+_SERVER_ROUTES = frozenset(
+    [
+        "",
+        "health/live",
+        "health/ready",
+        "models/stats",
+        "repository/index",
+        "logging",
+        "trace/setting",
+    ]
+)
 """Paths after ``/v2/`` outside ``models/{m}``: a wrong method on them is 405, not 404."""
 
 
@@ -105,6 +118,13 @@ class V2Handlers:
             return _status(self.dataplane.ready())
         if route == "models/stats" and method == "GET":
             return _json(render.statistics(self.dataplane.statistics()))
+        if route == "logging" and method in ("GET", "POST"):
+            if method == "GET":
+                return _json(self.dataplane.log_settings())
+            changes = _settings_body(request, "log settings")
+            return _json(self.dataplane.update_log_settings(changes))
+        if route == "trace/setting" and method in ("GET", "POST"):
+            return self._trace_setting(request, method, "")
         if route == "repository/index" and method == "POST":
             return repository_ext.index(self.dataplane, request)
         if len(parts) == 5 and parts[1:3] == ["repository", "models"] and method == "POST":
@@ -132,6 +152,10 @@ class V2Handlers:
                     "without leading zeros)"
                 )
         action = rest[0] if rest else ""
+        if rest == ["trace", "setting"] and not version:
+            if method not in ("GET", "POST"):
+                return _wrong_method(request)
+            return self._trace_setting(request, method, name)
         if len(rest) > 1:
             return _not_found(request)
         if action == "infer":
@@ -154,6 +178,13 @@ class V2Handlers:
         if action == "stats":
             return _json(render.statistics(self.dataplane.statistics(name, version)))
         return _not_found(request)
+
+    def _trace_setting(self, request: HttpRequest, method: str, model: str) -> HttpResponse:
+        if method == "GET":
+            return _json(self.dataplane.trace_settings(model))
+        where = f"model '{model}' trace settings" if model else "trace settings"
+        changes = _settings_body(request, where)
+        return _json(self.dataplane.update_trace_settings(model, changes))
 
     def _infer(self, request: HttpRequest, name: str, version: str) -> HttpResponse:
         # Nothing in the body is read for a model that cannot run it.
@@ -245,6 +276,11 @@ def _compress(response: HttpResponse, accepted: str) -> None:
             response.body = [compressed]
             response.headers.append(("Content-Encoding", encoding))
             return
+
+
+def _settings_body(request: HttpRequest, where: str) -> dict:
+    """A settings POST's JSON object; an empty body changes nothing."""
+    return parse_object(request.body, where) if len(request.body) else {}
 
 
 def _json(document) -> HttpResponse:

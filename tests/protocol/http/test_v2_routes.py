@@ -231,6 +231,8 @@ def test_server_metadata(server):
         "system_shared_memory",
         "model_configuration",
         "statistics",
+        "logging",
+        "trace",
     }
 
 
