@@ -25,5 +25,5 @@ class FakeGrpcContext:
     def invocation_metadata(self):
         return self._metadata
 
-    async def abort(self, code: grpc.StatusCode, details: str = "") -> None:
+    def abort(self, code: grpc.StatusCode, details: str = "") -> None:
         raise FakeAbort(code, details)
