@@ -25,5 +25,5 @@ class FakeGrpcContext:
     def invocation_metadata(self):
         return self._metadata
 
-    def abort(self, code: grpc.StatusCode, details: str = "") -> None:
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> None:
         raise FakeAbort(code, details)

@@ -1,12 +1,10 @@
 """``inference.GRPCInferenceService``: each RPC checks access, then calls the
 dataplane verb its HTTP route calls and renders the result.
 
-Runs under grpc's synchronous server (``server.GrpcServer``): a plain
-method runs on the handler thread grpc calls it on, start to end (no hop to
-another thread: the cheapest path per call); a coroutine method (``async
-def``, ``ModelStreamInfer``) runs on the server's event loop, and anything it
-does that may block runs on the worker pool, so an open stream never holds
-the loop.
+Runs on the gRPC server's event loop (``server.GrpcServer``). Anything that
+may block (a model call, a load, a repository scan, a registry lookup) runs
+on the worker pool, so an open stream or a slow load never holds the loop;
+``live`` and ``ready`` read two flags and answer on the loop.
 
 ``ModelStreamInfer`` runs each request through ``DataPlane.infer_stream`` and
 streams every response as the model sends it: one for an ordinary model, zero
@@ -56,9 +54,8 @@ INTERNAL_ERROR = "internal server error"
 
 
 class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
-    """The servicer: plain methods run on grpc's handler threads, at most
-    ``work_slots`` of them in their blocking part at once; coroutines on the
-    server's event loop, their blocking work on ``pool``."""
+    """The servicer: its coroutines run on the server's event loop, their
+    blocking work on ``pool`` (shared by every call)."""
 
     def __init__(
         self,
@@ -67,10 +64,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         pool: Executor,
         stream_in_flight: int = 32,
         shared_memory: SharedMemoryRegistry | None = None,
-        work_slots: threading.BoundedSemaphore | None = None,
     ) -> None:
         self._dataplane = dataplane
-        self._work_slots = work_slots or threading.BoundedSemaphore(max(1, stream_in_flight))
         self._shared_memory = shared_memory or SharedMemoryRegistry()
         self._policy = policy
         self._pool = pool
@@ -84,45 +79,55 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     # -- health and metadata ---------------------------------------------------
 
-    def ServerLive(self, request, context):
-        self._check("ServerLive", context)
+    async def ServerLive(self, request, context):
+        await self._admit("ServerLive", context)
         return pb.ServerLiveResponse(live=self._dataplane.live())
 
-    def ServerReady(self, request, context):
-        self._check("ServerReady", context)
+    async def ServerReady(self, request, context):
+        await self._admit("ServerReady", context)
         return pb.ServerReadyResponse(ready=self._dataplane.ready())
 
-    def ModelReady(self, request, context):
-        self._check("ModelReady", context)
-        ready = self._call(context, self._model_ready, request.name, request.version)
+    async def ModelReady(self, request, context):
+        await self._admit("ModelReady", context)
+        ready = await self._run(context, self._model_ready, request.name, request.version)
         return pb.ModelReadyResponse(ready=ready)
 
-    def ServerMetadata(self, request, context):
-        self._check("ServerMetadata", context)
+    async def ServerMetadata(self, request, context):
+        await self._admit("ServerMetadata", context)
         return render.server_metadata(self._dataplane.server_metadata())
 
-    def ModelMetadata(self, request, context):
-        self._check("ModelMetadata", context)
-        result = self._call(context, self._dataplane.model_metadata, request.name, request.version)
+    async def ModelMetadata(self, request, context):
+        await self._admit("ModelMetadata", context)
+        result = await self._run(
+            context, self._dataplane.model_metadata, request.name, request.version
+        )
         return render.model_metadata(result)
 
-    def ModelConfig(self, request, context):
-        self._check("ModelConfig", context)
-        config = self._call(context, self._dataplane.model_config, request.name, request.version)
+    async def ModelConfig(self, request, context):
+        await self._admit("ModelConfig", context)
+        config = await self._run(
+            context, self._dataplane.model_config, request.name, request.version
+        )
         return render.model_config(config)
 
-    def ModelStatistics(self, request, context):
-        self._check("ModelStatistics", context)
-        entries = self._call(context, self._dataplane.statistics, request.name, request.version)
+    async def ModelStatistics(self, request, context):
+        await self._admit("ModelStatistics", context)
+        entries = await self._run(
+            context, self._dataplane.statistics, request.name, request.version
+        )
         return render.statistics(entries)
 
     # -- inference ---------------------------------------------------------------
 
-    def ModelInfer(self, request, context):
-        self._check("ModelInfer", context)
-        # Once the client has left (or its deadline passed) a request still
-        # queued for its model is dropped unrun.
-        return self._call(context, self._infer, request, lambda: not context.is_active())
+    async def ModelInfer(self, request, context):
+        await self._admit("ModelInfer", context)
+        cancelled = threading.Event()
+        try:
+            return await self._run(context, self._infer, request, cancelled.is_set)
+        except asyncio.CancelledError:
+            # The client left: a request still queued for its model is dropped unrun.
+            cancelled.set()
+            raise
 
     async def ModelStreamInfer(
         self, request_iterator: AsyncIterator[pb.ModelInferRequest], context
@@ -180,27 +185,27 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     # -- repository extension ----------------------------------------------------
 
-    def RepositoryIndex(self, request, context):
-        self._check("RepositoryIndex", context)
-        entries = self._call(context, self._dataplane.repository_index, request.ready)
+    async def RepositoryIndex(self, request, context):
+        await self._admit("RepositoryIndex", context)
+        entries = await self._run(context, self._dataplane.repository_index, request.ready)
         return render.repository_index(entries)
 
-    def RepositoryModelLoad(self, request, context):
-        self._check("RepositoryModelLoad", context)
+    async def RepositoryModelLoad(self, request, context):
+        await self._admit("RepositoryModelLoad", context)
         parameters = _repository_parameters(request.parameters)
-        self._call(context, self._dataplane.load_model, request.model_name, parameters)
+        await self._run(context, self._dataplane.load_model, request.model_name, parameters)
         return pb.RepositoryModelLoadResponse()
 
-    def RepositoryModelUnload(self, request, context):
-        self._check("RepositoryModelUnload", context)
-        self._call(context, self._unload, request.model_name, request.parameters)
+    async def RepositoryModelUnload(self, request, context):
+        await self._admit("RepositoryModelUnload", context)
+        await self._run(context, self._unload, request.model_name, request.parameters)
         return pb.RepositoryModelUnloadResponse()
 
     # -- system shared memory extension ---------------------------------------------
 
-    def SystemSharedMemoryStatus(self, request, context):
-        self._check("SystemSharedMemoryStatus", context)
-        regions = self._call(context, self._shared_memory.status, request.name)
+    async def SystemSharedMemoryStatus(self, request, context):
+        await self._admit("SystemSharedMemoryStatus", context)
+        regions = await self._run(context, self._shared_memory.status, request.name)
         response = pb.SystemSharedMemoryStatusResponse()
         for region in regions:
             response.regions[region.name].CopyFrom(
@@ -213,9 +218,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             )
         return response
 
-    def SystemSharedMemoryRegister(self, request, context):
-        self._check("SystemSharedMemoryRegister", context)
-        self._call(
+    async def SystemSharedMemoryRegister(self, request, context):
+        await self._admit("SystemSharedMemoryRegister", context)
+        await self._run(
             context,
             self._shared_memory.register,
             request.name,
@@ -225,21 +230,21 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         )
         return pb.SystemSharedMemoryRegisterResponse()
 
-    def SystemSharedMemoryUnregister(self, request, context):
-        self._check("SystemSharedMemoryUnregister", context)
-        self._call(context, self._shared_memory.unregister, request.name)
+    async def SystemSharedMemoryUnregister(self, request, context):
+        await self._admit("SystemSharedMemoryUnregister", context)
+        await self._run(context, self._shared_memory.unregister, request.name)
         return pb.SystemSharedMemoryUnregisterResponse()
 
     # -- not served (yet) ----------------------------------------------------------
 
-    def CudaSharedMemoryStatus(self, request, context):
-        self._refuse_cuda_shm("CudaSharedMemoryStatus", context)
+    async def CudaSharedMemoryStatus(self, request, context):
+        await self._refuse_cuda_shm("CudaSharedMemoryStatus", context)
 
-    def CudaSharedMemoryRegister(self, request, context):
-        self._refuse_cuda_shm("CudaSharedMemoryRegister", context)
+    async def CudaSharedMemoryRegister(self, request, context):
+        await self._refuse_cuda_shm("CudaSharedMemoryRegister", context)
 
-    def CudaSharedMemoryUnregister(self, request, context):
-        self._refuse_cuda_shm("CudaSharedMemoryUnregister", context)
+    async def CudaSharedMemoryUnregister(self, request, context):
+        await self._refuse_cuda_shm("CudaSharedMemoryUnregister", context)
 
     async def TraceSetting(self, request, context):
         await self._admit("TraceSetting", context)
@@ -326,38 +331,6 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             code, details = refusal(denial)
             await context.abort(code, details)
 
-    def _check(self, method: str, context) -> None:
-        """``_admit`` for plain methods (grpc's synchronous ``abort`` raises)."""
-        denial = self._policy.check(
-            API_OF_METHOD[method],
-            metadata_of(context.invocation_metadata()),
-            peer_address(context.peer()),
-        )
-        if denial is not None:
-            code, details = refusal(denial)
-            context.abort(code, details)
-
-    def _call(self, context, work: Callable[..., T], *args: Any) -> T:
-        """``_run`` for plain methods: ``work(*args)`` on this handler thread
-        once a work slot is free; an EdgeboxError ends the call with its
-        mapped status and message, anything else with INTERNAL."""
-        try:
-            with self._work_slots:
-                return work(*args)
-        except EdgeboxError as error:
-            self._abort(context, error)
-        except Exception:
-            log.exception("grpc: %s failed", getattr(work, "__name__", work))
-            context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
-        raise AssertionError("context.abort returned")
-
-    def _abort(self, context, error: EdgeboxError) -> None:
-        """``_fail`` for plain methods."""
-        if isinstance(error, DecoupledUnary):
-            error = Unsupported(UNARY_REFUSAL_GRPC)
-        code, details = status_of(error)
-        context.abort(code, details)
-
     async def _run(self, context, work: Callable[..., T], *args: Any) -> T:
         """``work(*args)`` on the pool; an EdgeboxError ends the call with its
         mapped status and message, anything else with INTERNAL."""
@@ -378,9 +351,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         code, details = status_of(error)
         await context.abort(code, details)
 
-    def _refuse_cuda_shm(self, method: str, context) -> None:
-        self._check(method, context)
-        self._abort(
+    async def _refuse_cuda_shm(self, method: str, context) -> None:
+        await self._admit(method, context)
+        await self._fail(
             context,
             Unsupported(
                 f"{method}: CUDA shared memory is not supported on this device (Jetson has "

@@ -93,8 +93,7 @@ class UnusedDataPlane:
 def call(policy: AccessPolicy, method: str, request, context: FakeGrpcContext):
     with ThreadPoolExecutor(1) as pool:
         service = InferenceService(UnusedDataPlane(), policy, pool)
-        answer = getattr(service, method)(request, context)
-        return asyncio.run(answer) if asyncio.iscoroutine(answer) else answer
+        return asyncio.run(getattr(service, method)(request, context))
 
 
 def refused(policy: AccessPolicy, method: str, request, context: FakeGrpcContext) -> FakeAbort:
@@ -166,5 +165,5 @@ def test_restricted_health_is_served_with_the_prefixed_metadata():
     with ThreadPoolExecutor(1) as pool:
         service = InferenceService(LiveDataPlane(), prefixed(["health:admin-key=s3cret"]), pool)
         context = FakeGrpcContext(metadata=[("triton-grpc-protocol-admin-key", "s3cret")])
-        answer = service.ServerLive(pb.ServerLiveRequest(), context)
+        answer = asyncio.run(service.ServerLive(pb.ServerLiveRequest(), context))
     assert answer.live is True
