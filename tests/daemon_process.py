@@ -116,6 +116,16 @@ class DaemonProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def __enter__(self) -> DaemonProcess:
+        return self.start()
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        """Stop with SIGTERM; a daemon that did not exit cleanly fails the test
+        (unless the test is already failing for its own reason)."""
+        code = self.stop()
+        if exc_type is None:
+            assert code == 0, f"daemon exited with {code}:\n{self.log()}"
+
     def stop(self, timeout_s: float = 30.0) -> int:
         """SIGTERM, then the exit code (the caller asserts it)."""
         if self.process is None:

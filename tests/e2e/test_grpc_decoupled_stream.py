@@ -26,10 +26,8 @@ def daemon(tmp_path_factory):
     repository = root / "repo"
     add_decoupled_repeat(repository)
     add_add_sub(repository)
-    process = DaemonProcess(repository, root / "daemon.log", [])
-    process.start()
-    yield process
-    assert process.stop() == 0, process.log()
+    with DaemonProcess(repository, root / "daemon.log", []) as process:
+        yield process
 
 
 @pytest.fixture

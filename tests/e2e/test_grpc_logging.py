@@ -45,12 +45,10 @@ def daemon(tmp_path_factory):
     repository = root / "repo"
     add_add_sub(repository)
     (repository / "notes.txt").write_text("not a model\n")
-    process = DaemonProcess(
+    with DaemonProcess(
         repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    )
-    process.start()
-    yield process
-    assert process.stop() == 0, process.log()
+    ) as process:
+        yield process
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ def daemon(tmp_path_factory):
     for folder in ("lane_pipeline", "lane_preprocess", "lane_postprocess", "lane_detector"):
         # The lane models cost seconds to load and add nothing a fuzzer needs.
         shutil.rmtree(repository / folder)
-    process = DaemonProcess(
+    with DaemonProcess(
         repository,
         root / "daemon.log",
         [
@@ -55,9 +55,8 @@ def daemon(tmp_path_factory):
             "--http-restricted-api",
             "statistics:fuzz-key=not-sent",
         ],
-    ).start()
-    yield process
-    assert process.stop() == 0, process.log()
+    ) as process:
+        yield process
 
 
 def _valid_request(rng: random.Random, model: str) -> dict:

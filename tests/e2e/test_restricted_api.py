@@ -60,7 +60,7 @@ def daemon(tmp_path_factory):
     from daemon_process import DaemonProcess
 
     root = tmp_path_factory.mktemp("restricted")
-    process = DaemonProcess(
+    with DaemonProcess(
         xy_repository(root),
         root / "daemon.log",
         [
@@ -71,10 +71,8 @@ def daemon(tmp_path_factory):
             "--api-key-file",
             str(api_key_file(root)),
         ],
-    )
-    process.start()
-    yield process
-    assert process.stop() == 0, process.log()
+    ) as process:
+        yield process
 
 
 @pytest.fixture

@@ -35,10 +35,8 @@ def daemon(tmp_path_factory):
     repository.mkdir()
     add_add_sub(repository)
     write_model(repository, "types", TYPES_MODEL, {"1/model.py": TYPES_MODEL_PY})
-    process = DaemonProcess(repository, root / "daemon.log", [])
-    process.start()
-    yield process
-    assert process.stop() == 0, process.log()
+    with DaemonProcess(repository, root / "daemon.log", []) as process:
+        yield process
 
 
 @pytest.fixture(params=["http", "grpc"])

@@ -100,12 +100,10 @@ def daemon(tmp_path_factory):
     repository = copy_demo_repository(root / "repo")
     write_model(repository, "simple_string", STRING_MODEL, {"1/model.py": STRING_MODEL_PY})
     write_model(repository, "slow", SLOW_MODEL, {"1/model.py": SLOW_MODEL_PY})
-    process = DaemonProcess(
+    with DaemonProcess(
         repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    )
-    process.start()
-    yield process
-    assert process.stop() == 0, process.log()
+    ) as process:
+        yield process
 
 
 @pytest.fixture

@@ -30,12 +30,10 @@ def daemon(tmp_path_factory):
     repository = copy_demo_repository(root / "repo")
     add_add_sub(repository, "add_sub_v2", versions=(1, 2))
     write_model(repository, "types", TYPES_MODEL, {"1/model.py": TYPES_MODEL_PY})
-    process = DaemonProcess(
+    with DaemonProcess(
         repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    )
-    process.start()
-    yield process
-    assert process.stop() == 0, process.log()
+    ) as process:
+        yield process
 
 
 @pytest.fixture
@@ -367,7 +365,7 @@ def restricted(tmp_path_factory):
     root = tmp_path_factory.mktemp("grpc-restricted")
     repository = root / "repo"
     add_add_sub(repository)
-    process = DaemonProcess(
+    with DaemonProcess(
         repository,
         root / "daemon.log",
         [
@@ -379,10 +377,8 @@ def restricted(tmp_path_factory):
             "--max-request-bytes",
             "65536",
         ],
-    )
-    process.start()
-    yield process
-    assert process.stop() == 0, process.log()
+    ) as process:
+        yield process
 
 
 def test_restricted_protocol_is_refused_as_triton_refuses_it(restricted):

@@ -58,12 +58,10 @@ def daemon(tmp_path_factory):
     repository = copy_demo_repository(root / "repo")
     add_add_sub(repository, "add_sub_v2", versions=(1, 2))
     write_model(repository, "types", TYPES_MODEL, {"1/model.py": TYPES_MODEL_PY})
-    process = DaemonProcess(
+    with DaemonProcess(
         repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    )
-    process.start()
-    yield process
-    assert process.stop() == 0, process.log()
+    ) as process:
+        yield process
 
 
 @pytest.fixture
