@@ -8,28 +8,11 @@ from __future__ import annotations
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from test_logging_routes import LOG_DEFAULTS, TRACE_DEFAULTS
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import DaemonProcess, wait_for
 from model_fixtures import add_add_sub
-
-LOG_DEFAULTS = {
-    "log_file": "",
-    "log_info": True,
-    "log_warning": True,
-    "log_error": True,
-    "log_verbose_level": 0,
-    "log_format": "default",
-}
-
-TRACE_DEFAULTS = {
-    "trace_level": ["OFF"],
-    "trace_rate": "1000",
-    "trace_count": "-1",
-    "log_frequency": "0",
-    "trace_file": "",
-    "trace_mode": "triton",
-}
 
 TRACE_DEFAULTS_GRPC = {
     key: value if isinstance(value, list) else [value] for key, value in TRACE_DEFAULTS.items()
