@@ -121,8 +121,7 @@ def test_requests_refused_before_the_model_runs(connection) -> None:
     response = post(connection, "/v2/models/repeat/generate", b"[1]")
     assert response.status == 400
     assert json.loads(response.read()) == {
-        "error": "generate for model 'repeat': the body must be a JSON object of inputs and "
-        "parameters"
+        "error": "generate for model 'repeat': request JSON must be an object"
     }
     connection.request("GET", "/v2/models/repeat/generate")
     assert connection.getresponse().status == 405
@@ -134,4 +133,14 @@ def test_unary_infer_on_a_decoupled_model_is_tritons_501(connection) -> None:
     assert response.status == 501
     assert json.loads(response.read()) == {
         "error": "HTTP end point doesn't support models with decoupled transaction policy"
+    }
+
+
+@pytest.mark.parametrize("route", ["generate", "generate_stream"])
+def test_deeply_nested_generate_body_is_a_400(connection, route) -> None:
+    body = b'{"INPUT0": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    response = post(connection, f"/v2/models/add_sub/{route}", body)
+    assert response.status == 400
+    assert json.loads(response.read()) == {
+        "error": "generate for model 'add_sub': request JSON nests too deeply"
     }

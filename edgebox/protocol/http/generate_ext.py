@@ -33,6 +33,7 @@ from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError, InvalidArgument
 from edgebox.protocol.http.error_map import error_response
 from edgebox.protocol.http.messages import HttpRequest, HttpResponse, json_error_response
+from edgebox.protocol.http.request_json import parse_object
 from edgebox.responses import Outcome
 from edgebox.tensors import InferRequest, InferResponse, Tensor, numpy_dtype
 
@@ -104,12 +105,9 @@ def _events(first: tuple[Outcome, bool], responses: _Queued) -> Iterator[bytes]:
 
 def _decode(dataplane: DataPlane, body: memoryview, name: str, version: str) -> InferRequest:
     where = f"generate for model '{name}'"
-    try:
-        document = json.loads(bytes(body) or b"null")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"{where}: the body is not valid JSON: {exc}") from None
-    if not isinstance(document, dict):
+    if not len(body):
         raise InvalidArgument(f"{where}: the body must be a JSON object of inputs and parameters")
+    document = parse_object(body, where)
     specs = {spec.name: spec for spec in dataplane.model_metadata(name, version).inputs}
     inputs = []
     parameters = {}
