@@ -196,8 +196,39 @@ def _case(rng: random.Random) -> tuple[str, str, bytes, dict]:
         route = rng.choice(["load", "unload"])
         return "POST", f"/v2/repository/models/{target}/{route}", body, headers
     method = rng.choice(["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"])
-    path = rng.choice(["/v2", "/v2/health/ready", "/v2/models/stats", "/v2/repository/index", path])
-    return method, path + rng.choice(["", "?x=1", "/", "//"]), rng.randbytes(rng.randint(0, 64)), {}
+    path = rng.choice(
+        [
+            "/v2",
+            "/v2/health/ready",
+            "/v2/models/stats",
+            "/v2/repository/index",
+            path,
+            f"/v2/models/{model}/generate",
+            f"/v2/models/{model}/generate_stream",
+            "/v2/systemsharedmemory/region/fuzz/register",
+            "/v2/systemsharedmemory/status",
+            "/v2/cudasharedmemory/region/fuzz/register",
+            "/v2/logging",
+            "/v2/trace/setting",
+        ]
+    )
+    body = rng.choice(
+        [
+            rng.randbytes(rng.randint(0, 64)),
+            _deep_json(rng),
+            json.dumps(
+                {
+                    rng.choice(["key", "log_file", "trace_level", "INPUT0", "byte_size"]): (
+                        _hostile_value(rng)
+                    ),
+                    "offset": _hostile_value(rng),
+                    "byte_size": _hostile_value(rng),
+                },
+                default=str,
+            ).encode(),
+        ]
+    )
+    return method, path + rng.choice(["", "?x=1", "/", "//"]), body, {}
 
 
 def _check_answer(status: int, body: bytes, where: str) -> None:
