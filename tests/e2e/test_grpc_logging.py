@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from test_logging_routes import LOG_DEFAULTS, TRACE_DEFAULTS
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import DaemonProcess, wait_for
 from model_fixtures import add_add_sub
+from triton_answers import LOG_DEFAULTS, TRACE_DEFAULTS
 
 TRACE_DEFAULTS_GRPC = {
     key: value if isinstance(value, list) else [value] for key, value in TRACE_DEFAULTS.items()

@@ -10,23 +10,7 @@ import logging
 import pytest
 from test_v2_routes import Server, build_repository, error_of, json_of
 
-LOG_DEFAULTS = {
-    "log_file": "",
-    "log_info": True,
-    "log_warning": True,
-    "log_error": True,
-    "log_verbose_level": 0,
-    "log_format": "default",
-}
-
-TRACE_DEFAULTS = {
-    "trace_level": ["OFF"],
-    "trace_rate": "1000",
-    "trace_count": "-1",
-    "log_frequency": "0",
-    "trace_file": "",
-    "trace_mode": "triton",
-}
+from triton_answers import LOG_DEFAULTS, TRACE_DEFAULTS
 
 
 @pytest.fixture(scope="module")
