@@ -91,3 +91,35 @@ def dependents_of(name: str, configs: Mapping[str, object | None]) -> list[str]:
                 found.append(candidate)
                 frontier.append(candidate)
     return found
+
+
+def steps_closure(names: list[str], configs: Mapping[str, object | None]) -> list[str]:
+    """Every model ``names`` compose, directly or through other ensembles,
+    ``names`` themselves left out; cycles end where they close."""
+    found: list[str] = []
+    seen = set(names)
+    frontier = list(names)
+    while frontier:
+        for step in composing_models(configs.get(frontier.pop())):
+            if step not in seen:
+                seen.add(step)
+                found.append(step)
+                frontier.append(step)
+    return found
+
+
+def steps_left_unneeded(
+    unloading: list[str],
+    configs: Mapping[str, object | None],
+    served: set[str],
+    kept: set[str],
+) -> list[str]:
+    """The steps that unloading ``unloading`` leaves without a user, as
+    Triton's ``unload_dependents`` unloads them: those no other ``served``
+    model still composes and that are not in ``kept`` (models a client asked
+    for by name, which stay until asked to go)."""
+    candidates = [m for m in steps_closure(unloading, configs) if m not in unloading]
+    roots = {m for m in served if m not in unloading and m not in candidates}
+    roots |= {m for m in candidates if m in kept}
+    needed = roots | set(steps_closure(sorted(roots), configs))
+    return [m for m in candidates if m not in needed]

@@ -27,7 +27,12 @@ from pathlib import Path
 from edgebox.backends import BackendCatalog
 from edgebox.backends.base import InferFunction, InferStreamFunction
 from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, NotFound, Unavailable
-from edgebox.lifecycle.dependencies import dependents_of, load_order
+from edgebox.lifecycle.dependencies import (
+    composing_models,
+    dependents_of,
+    load_order,
+    steps_left_unneeded,
+)
 from edgebox.lifecycle.limits import LoadLimits
 from edgebox.lifecycle.model_configs import ModelConfigs
 from edgebox.lifecycle.operations import LoadInProgress, ModelOperations, remaining_s
@@ -76,6 +81,9 @@ class LifecycleManager:
         self._failed: dict[tuple[str, int], tuple[tuple, str]] = {}
         """(model, version) -> (source, reason) of a load that failed: not retried
         until its config or files change, unless a caller insists."""
+        self._requested: set[str] = set()
+        """Models loaded because someone named them, not only as an ensemble's
+        step: ``unload_dependents`` leaves these loaded, as Triton does."""
 
     # -- operations -------------------------------------------------------
 
@@ -85,16 +93,16 @@ class LifecycleManager:
         model, never raised: every other model still loads. Shutdown stops it
         before the next model."""
         snapshot = scan_repository(self.repository)
-        wanted = list(snapshot.models) if names is None else names
+        wanted = list(snapshot.models) if names is None else list(names)
+        with self._lock:
+            self._requested.update(wanted)
         configs: dict[str, ModelConfig | None] = {}
-        for name in wanted:
-            try:
-                configs[name] = self._configs.read(name)
-            except (NotFound, InvalidArgument) as exc:
-                log.error("cannot load: %s", exc)
-                configs[name] = None
-            except EdgeboxError:
-                configs[name] = None
+        pending = list(wanted)
+        while pending:
+            name = pending.pop()
+            if name not in configs:
+                configs[name] = self._read_or_none(name)
+                pending += composing_models(configs[name])
         order, cyclic = load_order(configs)
         for name, reason in cyclic.items():
             self._registry.set_status(name, None, ModelState.UNAVAILABLE, reason)
@@ -136,6 +144,9 @@ class LifecycleManager:
             problem = self._configs.problem(name, config)
             if problem is not None:
                 raise InvalidArgument(problem)
+        with self._lock:
+            self._requested.add(name)
+        self._load_missing_steps(name, config)
         try:
             self._run_load(name, config, folder, retry_failed)
         finally:
@@ -143,17 +154,28 @@ class LifecycleManager:
                 self._retry_dependents(name)
 
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
-        """Unload the model (and the ensembles using it, if asked), first
-        stopping any load of it in progress; other models are not waited on."""
+        """Unload the model, first stopping any load of it in progress; other
+        models are not waited on. As in Triton, the ensembles that use it go
+        too (they cannot serve without it), and ``unload_dependents`` also
+        unloads the models its own steps loaded that nothing else still uses
+        and nobody loaded by name."""
         if name not in self._registry.model_names():
             raise NotFound(f"unknown model '{name}'")
-        names = [name]
+        configs = self._configs.snapshot()
+        names = [name] + [m for m in dependents_of(name, configs) if self._is_served(m)]
         if unload_dependents:
-            names += dependents_of(name, self._configs.snapshot())
+            with self._lock:
+                requested = set(self._requested)
+            served = {m for m in self._registry.model_names() if self._is_served(m)}
+            names += steps_left_unneeded(names, configs, served, requested)
         for model in names:
             self._operations.cancel_loads(model, "unloaded")
             with self._operations.operating(model):
                 self._retirer.retire_model(model, "unloaded")
+            with self._lock:
+                self._requested.discard(model)
+                for key in [k for k in self._failed if k[0] == model]:
+                    del self._failed[key]
 
     def forget_model(self, name: str) -> None:
         """The model's folder is gone: unload it and drop its states."""
@@ -348,16 +370,55 @@ class LifecycleManager:
     def _retry_dependents(self, name: str) -> None:
         """Ensembles that could not load while ``name`` was missing get another
         try once it serves; their own files did not change, so nothing else
-        would retry them."""
+        would retry them. One that was unloaded on request stays unloaded."""
         configs = self._configs.snapshot()
         for dependent in dependents_of(name, configs):
             config = configs.get(dependent)
             if config is None or self._registry.served_versions(dependent):
                 continue
+            with self._lock:
+                failed = any(key[0] == dependent for key in self._failed)
+            if not failed:
+                continue
             try:
                 self._run_load(dependent, config, None, retry_failed=True)
             except EdgeboxError as exc:
                 log.info("model '%s' still cannot load: %s", dependent, exc)
+
+    def _load_missing_steps(self, name: str, config: ModelConfig) -> None:
+        """Load the models ``config``'s ensemble steps need that are not
+        serving yet, deepest first, as Triton does for an ensemble it is asked
+        to load. A step that fails is left for the ensemble's own load to
+        report."""
+        configs: dict[str, ModelConfig | None] = {name: config}
+        pending = composing_models(config)
+        while pending:
+            step = pending.pop()
+            if step not in configs and not self._is_served(step):
+                configs[step] = self._read_or_none(step)
+                pending += composing_models(configs[step])
+        order, _ = load_order(configs)
+        for step in order:
+            if step == name or configs.get(step) is None or self._is_served(step):
+                continue
+            try:
+                self._run_load(step, configs[step], None)
+            except EdgeboxError as exc:
+                log.info("model '%s', a step of '%s', did not load: %s", step, name, exc)
+
+    def _read_or_none(self, name: str) -> ModelConfig | None:
+        """``name``'s config from its folder; None (the reason logged, or shown
+        as its state) when it cannot be read."""
+        try:
+            return self._configs.read(name)
+        except (NotFound, InvalidArgument) as exc:
+            log.error("cannot load: %s", exc)
+        except EdgeboxError:
+            pass
+        return None
+
+    def _is_served(self, name: str) -> bool:
+        return bool(self._registry.served_versions(name))
 
     def dependents(self, name: str) -> list[str]:
         return dependents_of(name, self._configs.snapshot())

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from google.protobuf import text_format
 
-from edgebox.lifecycle.dependencies import cycle_reason, find_cycle, load_order
+from edgebox.lifecycle.dependencies import (
+    cycle_reason,
+    find_cycle,
+    load_order,
+    steps_closure,
+    steps_left_unneeded,
+)
 from edgebox.repository.config import ModelConfig
 
 
@@ -45,9 +51,7 @@ def test_a_cycle_it_does_not_belong_to_is_not_its_cycle():
 
 
 def test_cycle_reason_names_the_ensemble_and_the_cycle():
-    assert (
-        cycle_reason(["a", "b", "a"]) == "ensemble 'a': steps form a cycle 'a' -> 'b' -> 'a'"
-    )
+    assert cycle_reason(["a", "b", "a"]) == "ensemble 'a': steps form a cycle 'a' -> 'b' -> 'a'"
 
 
 def test_load_order_names_the_cycle_from_each_member():
@@ -58,3 +62,26 @@ def test_load_order_names_the_cycle_from_each_member():
         "loop_a": "ensemble 'loop_a': steps form a cycle 'loop_a' -> 'loop_b' -> 'loop_a'",
         "loop_b": "ensemble 'loop_b': steps form a cycle 'loop_b' -> 'loop_a' -> 'loop_b'",
     }
+
+
+def test_steps_closure_follows_nested_ensembles_once():
+    configs = {"top": ensemble("mid", "a"), "mid": ensemble("a", "b"), "a": python_model()}
+    assert sorted(steps_closure(["top"], configs)) == ["a", "b", "mid"]
+
+
+def test_unneeded_steps_spare_those_another_served_model_composes():
+    configs = {"e1": ensemble("a", "b"), "e2": ensemble("a"), "a": python_model()}
+    served = {"e1", "e2", "a", "b"}
+    assert steps_left_unneeded(["e1"], configs, served, kept=set()) == ["b"]
+
+
+def test_unneeded_steps_spare_those_loaded_by_name_and_their_own_steps():
+    configs = {"e1": ensemble("mid", "c"), "mid": ensemble("a"), "a": python_model()}
+    served = {"e1", "mid", "a", "c"}
+    assert steps_left_unneeded(["e1"], configs, served, kept={"mid"}) == ["c"]
+
+
+def test_unneeded_steps_of_a_nested_ensemble_go_with_it():
+    configs = {"e1": ensemble("mid"), "mid": ensemble("a"), "a": python_model()}
+    served = {"e1", "mid", "a"}
+    assert sorted(steps_left_unneeded(["e1"], configs, served, kept=set())) == ["a", "mid"]
