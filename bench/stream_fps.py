@@ -53,12 +53,11 @@ from bench.cpu_time import process_cpu_s
 from bench.latency import timed_calls
 from edgebox.backends import BackendCatalog
 from edgebox.dataplane import DataPlane
-from edgebox.events import EventBus
+from edgebox.events import EventBus, StreamResult
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.settings import StreamSettings
 from edgebox.streams.manager import StreamManager
-from edgebox.streams.result import StreamResult
 from edgebox.streams.synthetic_road import SyntheticRoad
 from edgebox.tensors import InferRequest, Tensor
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgebox.backoff import Backoff
+from edgebox.events import StreamState
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
 from edgebox.streams.source_spec import SourceKind, SourceSpec
 from edgebox.streams.sources import FrameSource, SourceError
-from edgebox.streams.status import StreamState
 
 log = logging.getLogger(__name__)
 

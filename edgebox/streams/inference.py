@@ -12,14 +12,13 @@ from collections.abc import Callable
 
 from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError, ErrorCode
-from edgebox.events import EventBus
+from edgebox.events import EventBus, StreamLatency, StreamResult
+from edgebox.log_limiter import LogLimiter
 from edgebox.streams.capture import CapturedFrame
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
 from edgebox.streams.in_order import InOrder
-from edgebox.streams.log_limiter import LogLimiter
 from edgebox.streams.model_input import FrameInput, ModelUnusable, bind_frame_input
-from edgebox.streams.result import StreamLatency, StreamResult
 from edgebox.streams.summary import SummaryError, summarize
 
 log = logging.getLogger(__name__)

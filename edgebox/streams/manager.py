@@ -9,11 +9,10 @@ from collections.abc import Callable, Sequence
 
 from edgebox.backoff import Backoff
 from edgebox.dataplane import DataPlane
-from edgebox.events import EventBus
+from edgebox.events import EventBus, StreamStatus
 from edgebox.settings import StreamSettings
 from edgebox.streams.source_spec import SourceKind, SourceSpec
 from edgebox.streams.sources import FrameSource, open_source
-from edgebox.streams.status import StreamStatus
 from edgebox.streams.stream import Stream
 
 log = logging.getLogger(__name__)

@@ -10,16 +10,15 @@ from collections.abc import Callable
 
 from edgebox.backoff import Backoff
 from edgebox.dataplane import DataPlane
-from edgebox.events import EventBus
+from edgebox.events import EventBus, StreamState, StreamStatus
+from edgebox.log_limiter import LogLimiter
 from edgebox.settings import StreamSettings
 from edgebox.streams.capture import CapturedFrame, CaptureLoop
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
 from edgebox.streams.inference import InferenceLoop
-from edgebox.streams.log_limiter import LogLimiter
 from edgebox.streams.source_spec import SourceSpec, parse_source
 from edgebox.streams.sources import FrameSource
-from edgebox.streams.status import StreamState, StreamStatus
 
 log = logging.getLogger(__name__)
 

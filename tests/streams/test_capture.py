@@ -12,12 +12,12 @@ from fake_sources import FAST_BACKOFF, FakeClock, FakeLiveCamera
 from stream_models import level_of, write_video
 
 from edgebox.backoff import Backoff
+from edgebox.events import StreamState
 from edgebox.streams.capture import CaptureLoop
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
 from edgebox.streams.source_spec import parse_source
 from edgebox.streams.sources import open_source
-from edgebox.streams.status import StreamState
 
 
 class Reports:

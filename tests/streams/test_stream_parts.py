@@ -1,5 +1,5 @@
-"""The small parts a stream is built from: the drop-oldest queue, backoff,
-the log limiter and the output summary."""
+"""The small parts a stream is built from: the drop-oldest queue, backoff
+and the output summary."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ import threading
 
 import numpy as np
 import pytest
-from fake_sources import FakeClock
 
 from edgebox.backoff import Backoff
 from edgebox.streams.frame_queue import FrameQueue
-from edgebox.streams.log_limiter import LogLimiter
 from edgebox.streams.summary import SummaryError, decode_lanes, summarize
 from edgebox.tensors import Tensor
 
@@ -57,16 +55,6 @@ def test_backoff_doubles_up_to_its_cap():
     backoff = Backoff(initial_s=0.5, max_s=10, factor=2)
     assert [backoff.delay_s(n) for n in range(7)] == [0.5, 1, 2, 4, 8, 10, 10]
     assert backoff.delay_s(10_000) == 10
-
-
-def test_log_limiter_lets_one_line_per_interval_and_counts_the_rest():
-    clock = FakeClock()
-    limiter = LogLimiter(10, clock)
-    assert limiter.allow("failure") == 0
-    assert [limiter.allow("failure") for _ in range(3)] == [None, None, None]
-    assert limiter.allow("summary") == 0, "keys are limited separately"
-    clock.now += 10
-    assert limiter.allow("failure") == 3
 
 
 def test_small_outputs_are_given_whole_and_large_ones_by_shape():

@@ -25,9 +25,8 @@ from stream_models import (
 )
 
 from daemon_process import wait_for
+from edgebox.events import StreamResult, StreamState, StreamStatus
 from edgebox.settings import StreamSettings
-from edgebox.streams.result import StreamResult
-from edgebox.streams.status import StreamState, StreamStatus
 from fakes import blocking_gate
 from model_fixtures import write_model
 

@@ -2,14 +2,16 @@
 
 MQTT publishing and the dashboard's live view subscribe to ``StreamResult``
 on the event bus; ``as_dict`` is the JSON they send, so it stays small: the
-model's outputs summarized (see ``summary.py``), never the frame or raw tensors.
+model's outputs summarized (see ``streams/summary.py``), never the frame or raw
+tensors.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+from edgebox.events.event import Event
 
 
 @dataclass(frozen=True)
@@ -27,7 +29,11 @@ class StreamLatency:
 
 
 @dataclass(frozen=True)
-class StreamResult:
+class StreamResult(Event):
+    """Published by a stream's inference thread for every frame that got a result."""
+
+    SCHEMA: ClassVar[str] = "edgebox.stream_result"
+
     stream: str
     model: str
     model_version: str
@@ -43,7 +49,6 @@ class StreamResult:
     outputs: dict[str, Any]
     """JSON-able summary of the outputs; treat as read-only."""
 
-    def as_dict(self) -> dict[str, Any]:
-        document = dataclasses.asdict(self)
-        document["latency"] = {k: round(v, 3) for k, v in document["latency"].items()}
-        return document
+    def _rounded(self, fields: dict[str, Any]) -> dict[str, Any]:
+        fields["latency"] = {k: round(v, 3) for k, v in fields["latency"].items()}
+        return fields

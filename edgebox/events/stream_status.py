@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+from edgebox.events.event import Event
 
 
 class StreamState(enum.Enum):
@@ -26,10 +27,12 @@ class StreamState(enum.Enum):
 
 
 @dataclass(frozen=True)
-class StreamStatus:
+class StreamStatus(Event):
     """One stream at one moment. Published on the event bus whenever its
     state, reason or next retry changes, and returned by
     ``StreamManager.status()`` with live counters."""
+
+    SCHEMA: ClassVar[str] = "edgebox.stream_status"
 
     name: str
     source: str
@@ -55,8 +58,6 @@ class StreamStatus:
     """The version that produced the latest result; "" before the first."""
     timestamp: float
 
-    def as_dict(self) -> dict[str, Any]:
-        document = dataclasses.asdict(self)
-        document["state"] = self.state.value
-        document["fps"] = round(self.fps, 2)
-        return document
+    def _rounded(self, fields: dict[str, Any]) -> dict[str, Any]:
+        fields["fps"] = round(fields["fps"], 2)
+        return fields

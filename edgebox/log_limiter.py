@@ -1,4 +1,5 @@
-"""Rate limits for log lines that could otherwise repeat once per frame."""
+"""Rate limits for log lines that could otherwise repeat once per frame or per
+retry: a stream's failures, an MQTT link that keeps dropping."""
 
 from __future__ import annotations
 

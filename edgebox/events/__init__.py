@@ -1,0 +1,33 @@
+"""events/ is the one event contract: the bus, and every event that travels on
+it to MQTT, the dashboard and the log.
+
+Invariant: publishing never blocks the publisher (an inference, stream or load
+thread). Each subscriber has a bounded queue that drops its oldest event, and
+counts it, when the subscriber falls behind. Every event is a frozen dataclass
+whose ``as_dict()`` is its JSON payload, opening with its schema's name and
+version. events/ imports nothing else from edgebox, so every layer may use it.
+"""
+
+from edgebox.events.bus import EventBus, Subscription
+from edgebox.events.event import Event
+from edgebox.events.model_result import ModelResult
+from edgebox.events.model_state import ModelStateChanged
+from edgebox.events.mqtt_link import MqttLinkChanged
+from edgebox.events.spool import SpoolDegraded, SpoolDropped
+from edgebox.events.stream_result import StreamLatency, StreamResult
+from edgebox.events.stream_status import StreamState, StreamStatus
+
+__all__ = [
+    "Event",
+    "EventBus",
+    "ModelResult",
+    "ModelStateChanged",
+    "MqttLinkChanged",
+    "SpoolDegraded",
+    "SpoolDropped",
+    "StreamLatency",
+    "StreamResult",
+    "StreamState",
+    "StreamStatus",
+    "Subscription",
+]

@@ -1,0 +1,120 @@
+"""Every event's JSON form names its schema first, then its fields; it is what
+MQTT and the dashboard send, so it must always survive ``json.dumps``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+import edgebox.events as events
+from edgebox.events import (
+    Event,
+    ModelResult,
+    ModelStateChanged,
+    MqttLinkChanged,
+    SpoolDegraded,
+    SpoolDropped,
+    StreamLatency,
+    StreamResult,
+    StreamState,
+    StreamStatus,
+)
+
+LATENCY = StreamLatency(capture_ms=2.12345, queue_ms=0.3, inference_ms=18.2, total_ms=21.0004)
+
+EXAMPLES = {
+    ModelStateChanged: ModelStateChanged("lane", 2, "READY", timestamp=10.0),
+    StreamResult: StreamResult(
+        "cam", "lane", "1", 118, 20.5, 640, 360, LATENCY, {"lanes": [{"score": 0.9}]}
+    ),
+    StreamStatus: StreamStatus(
+        "cam",
+        "file.avi",
+        "lane",
+        StreamState.RECONNECTING,
+        "ended",
+        31.0,
+        2,
+        10,
+        9,
+        1,
+        0,
+        3,
+        14.98765,
+        "1",
+        30.0,
+    ),
+    ModelResult: ModelResult("lane", "1", "req-7", 12.5, {"score": [0.5]}),
+    MqttLinkChanged: MqttLinkChanged("refused", "mqtt://127.0.0.1:1883", "not authorised", 3.0),
+    SpoolDropped: SpoolDropped({"result": 12, "telemetry": 0}, "spool full", timestamp=4.0),
+    SpoolDegraded: SpoolDegraded("disk is read-only", timestamp=5.0),
+}
+
+EXPORTED_EVENTS = sorted(
+    (
+        value
+        for value in vars(events).values()
+        if isinstance(value, type) and issubclass(value, Event) and value is not Event
+    ),
+    key=lambda kind: kind.__name__,
+)
+
+
+def test_every_exported_event_has_an_example_here():
+    assert {kind.__name__ for kind in EXPORTED_EVENTS} == {kind.__name__ for kind in EXAMPLES}
+
+
+@pytest.mark.parametrize("kind", EXPORTED_EVENTS, ids=lambda kind: kind.__name__)
+def test_as_dict_starts_with_the_schema_and_survives_json(kind):
+    event = EXAMPLES[kind]
+    document = event.as_dict()
+
+    assert next(iter(document)) == "schema"
+    assert document["schema"] == {"name": kind.SCHEMA, "version": 1}
+    assert kind.SCHEMA.startswith("edgebox.")
+    assert list(document)[1:] == [f.name for f in dataclasses.fields(kind)]
+    assert json.loads(json.dumps(document, allow_nan=False)) == document
+
+
+@pytest.mark.parametrize("kind", EXPORTED_EVENTS, ids=lambda kind: kind.__name__)
+def test_events_are_frozen(kind):
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        EXAMPLES[kind].timestamp = 0.0
+
+
+def test_schema_names_are_distinct_per_topic_payload():
+    assert {kind.__name__: kind.SCHEMA for kind in EXPORTED_EVENTS} == {
+        "ModelResult": "edgebox.model_result",
+        "ModelStateChanged": "edgebox.model_state",
+        "MqttLinkChanged": "edgebox.mqtt_link",
+        "SpoolDegraded": "edgebox.spool_degraded",
+        "SpoolDropped": "edgebox.spool_dropped",
+        "StreamResult": "edgebox.stream_result",
+        "StreamStatus": "edgebox.stream_status",
+    }
+
+
+def test_stream_result_rounds_latency_to_the_microsecond():
+    assert EXAMPLES[StreamResult].as_dict()["latency"] == {
+        "capture_ms": 2.123,
+        "queue_ms": 0.3,
+        "inference_ms": 18.2,
+        "total_ms": 21.0,
+    }
+
+
+def test_stream_status_gives_its_state_as_a_value_and_fps_to_two_places():
+    document = EXAMPLES[StreamStatus].as_dict()
+    assert (document["state"], document["fps"]) == ("reconnecting", 14.99)
+
+
+def test_mqtt_link_state_must_be_one_the_outbox_reports():
+    with pytest.raises(
+        ValueError,
+        match=(
+            "MqttLinkChanged: expected state 'connected', 'disconnected' or 'refused', got 'up'"
+        ),
+    ):
+        MqttLinkChanged("up", "mqtt://127.0.0.1:1883")
