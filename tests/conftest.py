@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from daemon_process import DaemonProcess
+from mosquitto_broker import MosquittoBroker, mosquitto_installed
 
 pytest_plugins = ["inprocess_stack"]
 
@@ -25,3 +26,16 @@ def start_daemon(tmp_path):
     for daemon in started:
         code = daemon.stop()
         assert code == 0, f"daemon exited with {code}:\n{daemon.log()}"
+
+
+@pytest.fixture
+def mosquitto(tmp_path):
+    """A real mosquitto (anonymous, plain MQTT) on a free 127.0.0.1 port,
+    stopped at teardown. Missing mosquitto fails the test: `make test` installs it."""
+    if not mosquitto_installed():
+        pytest.fail(
+            "mosquitto is not installed (looked on PATH and in /usr/sbin): run `make test`, "
+            "which installs Debian's 'mosquitto' and 'mosquitto-clients' packages"
+        )
+    with MosquittoBroker(tmp_path / "mosquitto") as broker:
+        yield broker
