@@ -6,7 +6,14 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test lint bench demo-models check clean
+.PHONY: run test lint bench demo-models check clean mosquitto
+
+# Debian's packages, installed only when missing (as root in CI, else sudo);
+# `apt-get update` runs only when a first install attempt fails.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0
+apt_install = $(APT_GET) install --no-install-recommends $(1) \
+	|| { $(APT_GET) update && $(APT_GET) install --no-install-recommends $(1); }
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,15 +24,22 @@ $(STAMP): setup.cfg pyproject.toml
 demo-models: $(STAMP)
 	$(PY) scripts/build_demo_repository.py $(REPO)
 
+# mosquitto lives in /usr/sbin, often not on a non-root PATH: look there too.
+mosquitto:
+	@command -v mosquitto >/dev/null 2>&1 || command -v /usr/sbin/mosquitto >/dev/null 2>&1 \
+		|| $(call apt_install,mosquitto mosquitto-clients)
+	@command -v openssl >/dev/null 2>&1 || $(call apt_install,openssl)
+
 # etc/demo.yaml adds a synthetic road stream through lane_pipeline: lanes
-# flow in the log with no camera. ARGS may override it (--config FILE).
-run: demo-models
-	$(VENV)/bin/edgebox serve --config etc/demo.yaml --model-repository $(REPO) $(ARGS)
+# flow in the log with no camera, and to a local mosquitto whose port is
+# printed first. ARGS go to `edgebox serve` and may override it (--config FILE).
+run: demo-models mosquitto
+	$(PY) scripts/run_demo.py --repository $(REPO) $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check edgebox tests bench scripts
 
-test: $(STAMP) lint
+test: $(STAMP) lint mosquitto
 	$(PY) -m pytest -q
 
 bench: demo-models
