@@ -2,7 +2,7 @@
 
 MQTT publishing and the dashboard's live view subscribe to ``StreamResult``
 on the event bus; ``as_dict`` is the JSON they send, so it stays small: the
-model's outputs summarized (see ``streams/summary.py``), never the frame or raw
+model's outputs summarised by the model's rule (see ``summaries/``), never the frame or raw
 tensors.
 """
 

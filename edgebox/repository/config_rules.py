@@ -17,6 +17,7 @@ from edgebox.repository.backend_parameters import (
     tensorrt_accelerator_problems,
 )
 from edgebox.repository.contained_path import WARMUP_FOLDER, model_name_problem, path_problem
+from edgebox.repository.result_publishing import publishing_problems
 
 _FORMATS_WITH_3_DIMS = (
     model_config_pb2.ModelInput.FORMAT_NHWC,
@@ -66,6 +67,7 @@ def check_model_config(config) -> list[Problem]:
         problems.append(("ensemble_scheduling", 'ensemble_scheduling needs platform: "ensemble"'))
     problems += _check_named_paths(config)
     problems += _check_passthrough(config)
+    problems += [("parameters", problem) for problem in publishing_problems(config)]
     return problems
 
 

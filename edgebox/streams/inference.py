@@ -19,7 +19,7 @@ from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
 from edgebox.streams.in_order import InOrder
 from edgebox.streams.model_input import FrameInput, ModelUnusable, bind_frame_input
-from edgebox.streams.summary import SummaryError, summarize
+from edgebox.summaries import SummaryError, summarize
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class InferenceLoop:
             return _Failure(str(exc), unusable=exc.code in _NOT_SERVING)
         inferred = self._clock()
         try:
-            outputs = summarize(response.outputs)
+            outputs = summarize(response.outputs, frame_input.summary_rule)
         except SummaryError as exc:
             where = f"model '{response.model_name}' version {response.model_version}"
             return _Failure(f"{where}: {exc}", unusable=False)

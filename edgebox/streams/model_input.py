@@ -9,6 +9,7 @@ import numpy as np
 
 from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError
+from edgebox.summaries import DEFAULT_RULE, rule_of
 from edgebox.tensors import InferRequest, Tensor
 
 FRAME_DATATYPE = "UINT8"
@@ -25,6 +26,8 @@ class ModelUnusable(Exception):
 class FrameInput:
     model: str
     input_name: str
+    summary_rule: str = DEFAULT_RULE
+    """How the model's config says its results are summarised."""
 
     def request(self, frame: np.ndarray) -> InferRequest:
         """A request for the current version of the model, every output."""
@@ -47,7 +50,11 @@ def bind_frame_input(dataplane: DataPlane, model: str) -> FrameInput:
         (only,) = inputs
         shape = only.shape
         if only.datatype == FRAME_DATATYPE and len(shape) == 3 and shape[2] in (3, -1):
-            return FrameInput(model, only.name)
+            try:
+                rule = rule_of(dataplane.model_config(model))
+            except EdgeboxError as exc:
+                raise ModelUnusable(str(exc)) from None
+            return FrameInput(model, only.name, rule)
     got = ", ".join(
         f"'{i.name}' {i.datatype} [{','.join(str(d) for d in i.shape)}]" for i in inputs
     )

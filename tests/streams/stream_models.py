@@ -128,6 +128,7 @@ output [
   {{ name: "lane_points" data_type: TYPE_FP32 dims: [ -1, 2 ] }},
   {{ name: "lane_point_counts" data_type: TYPE_INT32 dims: [ -1 ] }}
 ]
+parameters {{ key: "result_summary" value {{ string_value: "lanes" }} }}
 """
 
 FAKE_LANES = """
