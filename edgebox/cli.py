@@ -5,12 +5,14 @@ Flags take Triton's names where Triton has the flag (``--model-repository``,
 ``--model-control-mode``, ``--repository-poll-secs``, ``--load-model``,
 ``--http-port``, ``--grpc-port``, ``--log-verbose``, ``--strict-readiness``,
 ``--exit-timeout-secs``, ``--http-restricted-api``, ``--grpc-restricted-protocol``),
-so a tritonserver command line mostly carries over.
+so a tritonserver command line mostly carries over. Every field of a settings
+section has a flag made from its names (``--mqtt-url``, ``--mqtt-qos``).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from collections.abc import Callable
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from edgebox import __version__
 from edgebox.errors import EdgeboxError
-from edgebox.settings import CONTROL_MODES, SettingsError, load_settings
+from edgebox.settings import CONTROL_MODES, SECTIONS, SettingsError, load_settings
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -164,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="key that lets non-loopback clients use model-repository, shared-memory, "
         "trace and logging (header edgebox-api-key)",
     )
+    _add_section_flags(serve)
 
     check = commands.add_parser("check", help="validate a model repository and list every problem")
     check.add_argument("repository", type=Path)
@@ -252,6 +255,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--workspace", default=None, metavar="MB", help="builder workspace limit in MiB"
     )
     return parser
+
+
+def _add_section_flags(serve: argparse.ArgumentParser) -> None:
+    """``--<section>-<field>`` for every field of every settings section; each
+    one given sets that field alone (and turns the section on)."""
+    for section, cls in SECTIONS.items():
+        for field in dataclasses.fields(cls):
+            default = field.default
+            shown = "none" if default is None else "empty" if default == "" else default
+            serve.add_argument(
+                f"--{section}-{field.name.replace('_', '-')}",
+                default=argparse.SUPPRESS,
+                metavar=field.name.upper(),
+                help=f"{section}.{field.name} (default: {shown}); see docs/configuration.md",
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,6 +4,13 @@ Layers, later ones winning: defaults -> the YAML file (``/etc/edgebox/edgebox.ya
 or ``--config FILE``) -> ``EDGEBOX_<NAME>`` environment variables -> command-line
 flags. A bad value or an unknown key stops startup with the setting's name and
 where it came from; nothing falls back silently.
+
+A field whose type is a settings dataclass is a section, parsed generically:
+``X | None`` (``mqtt``) is a mapping, merged field by field across layers
+(``EDGEBOX_MQTT_QOS``, ``--mqtt-qos``), and ``tuple[X, ...]`` (``streams``) is a
+list given whole by one layer. Each field is coerced by its type; the dataclass
+may add ``parse_field(name, raw, coerce)`` (raise ValueError) to read a raw
+value itself and ``problems()`` (yield ``(field, message)``) to check the whole.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import difflib
 import math
 import os
 import re
+import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +33,7 @@ from edgebox.lifecycle.limits import (
     DEFAULT_MAX_INSTANCES_TOTAL,
     DEFAULT_MAX_WARMUP_REQUESTS,
 )
+from edgebox.mqtt.settings import MqttSettings
 from edgebox.protocol.access_policy import parse_restrictions, read_api_key
 from edgebox.streams.source_spec import parse_source
 
@@ -68,6 +77,47 @@ class StreamSettings:
     previous frame's model (an ensemble's steps each have their own
     instances), which matters when the model is a few-millisecond TensorRT
     engine; results are published in frame order either way."""
+    results_every_n: int = 1
+    """Publish every n-th result over MQTT (1: each one); the others still
+    count in the stream's log line."""
+    max_results_per_s: float = 0.0
+    """Most results published over MQTT per second, on top of
+    ``results_every_n``; 0: no cap."""
+
+    ENTRY_KEYS = ("name", "source", "model", "fps")
+    """The keys named when an entry is not a mapping."""
+
+    @classmethod
+    def parse_field(cls, name: str, raw: Any, coerce: Callable[[Any], Any]) -> Any:
+        if name == "name":
+            if not isinstance(raw, str) or not _STREAM_NAME.fullmatch(raw):
+                raise ValueError(
+                    "expected 1-64 letters, digits, '_', '.' or '-' (starting with a letter "
+                    f"or digit), got {raw!r}"
+                )
+            return raw
+        if name == "source":
+            parse_source(raw)
+            return str(raw).strip()
+        if name == "model":
+            if not isinstance(raw, str) or not raw.strip():
+                raise ValueError(f"expected a model name, got {raw!r}")
+            return raw.strip()
+        accept, expected = _STREAM_RANGES[name]
+        return _in_range(raw, coerce, accept, expected)
+
+    @staticmethod
+    def entries_problem(entries: tuple[StreamSettings, ...]) -> tuple[int, str, str] | None:
+        seen: dict[str, int] = {}
+        for index, stream in enumerate(entries):
+            if stream.name in seen:
+                return (
+                    index,
+                    "name",
+                    f"stream name '{stream.name}' is already used by streams[{seen[stream.name]}]",
+                )
+            seen[stream.name] = index
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,6 +224,11 @@ class Settings:
     """Camera, video or synthetic streams to run through a model; none by
     default. YAML only in practice (a list of mappings); ``EDGEBOX_STREAMS``
     takes the same list as YAML text."""
+    mqtt: MqttSettings | None = None
+    """Publishing to an MQTT broker (docs/mqtt.md); absent: no MQTT. Any
+    ``mqtt`` value from any layer (the YAML section, even empty,
+    ``EDGEBOX_MQTT_<FIELD>``, ``--mqtt-<field>``) turns it on, with the
+    defaults for the fields not given."""
     http_restricted_api: tuple[str, ...] = ()
     """Triton's ``--http-restricted-api`` groups, ``API[,API...]:KEY=VALUE``
     each (repeat the flag for more groups): a request to a listed API needs
@@ -202,6 +257,33 @@ class Settings:
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 
 
+def _dataclass_in(hint: Any) -> type | None:
+    for candidate in (hint, *typing.get_args(hint)):
+        if dataclasses.is_dataclass(candidate) and isinstance(candidate, type):
+            return candidate
+    return None
+
+
+_HINTS = typing.get_type_hints(Settings)
+SECTIONS: dict[str, type] = {
+    name: cls
+    for name, hint in _HINTS.items()
+    if typing.get_origin(hint) is not tuple and (cls := _dataclass_in(hint)) is not None
+}
+"""Mapping sections (``mqtt``): the field name and its settings dataclass."""
+_LIST_SECTIONS: dict[str, type] = {
+    name: cls
+    for name, hint in _HINTS.items()
+    if typing.get_origin(hint) is tuple and (cls := _dataclass_in(hint)) is not None
+}
+_SECTION_FIELDS: dict[str, tuple[str, str]] = {
+    f"{section}_{field.name}": (section, field.name)
+    for section, cls in SECTIONS.items()
+    for field in dataclasses.fields(cls)
+}
+"""``mqtt_qos`` (from ``EDGEBOX_MQTT_QOS`` or ``--mqtt-qos``) -> ``("mqtt", "qos")``."""
+
+
 def load_settings(
     flags: Mapping[str, Any],
     config_file: Path | None = None,
@@ -210,39 +292,82 @@ def load_settings(
     """Build Settings from the layers; ``flags`` holds only flags the user gave."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    sections: dict[str, dict[str, Any]] = {}
+    shown: dict[str, str] = {}  # "mqtt.qos" -> its source with the YAML line, for messages
     environ = os.environ if environ is None else environ
+
+    def set_field(section: str, name: str, raw: Any, source: str, where: str) -> None:
+        dotted = f"{section}.{name}"
+        sections.setdefault(section, {})[name] = _field_value(
+            SECTIONS[section], dotted, name, raw, where
+        )
+        sources[dotted] = source
+        shown[dotted] = where
+
+    def set_section(
+        section: str, value: Any, source: str, where: Callable[[str | None], str]
+    ) -> None:
+        sections.setdefault(section, {})
+        if value is None:  # ``mqtt:`` with every field commented out: on, with the defaults
+            return
+        _check_keys(SECTIONS[section], value, section, where(None), required=False)
+        for name, raw in value.items():
+            set_field(section, name, raw, source, where(name))
 
     path = config_file or DEFAULT_CONFIG_FILE
     if config_file is not None or path.exists():
-        for key, value in _read_yaml(path).items():
+        document, lines = _read_yaml(path)
+        for key, value in document.items():
+            if key in SECTIONS:
+
+                def where(name: str | None, key: str = key) -> str:
+                    line = lines.get((key, name) if name else (key,))
+                    return f"{path}:{line}" if line else str(path)
+
+                set_section(key, value, str(path), where)
+                continue
             values[key] = _coerce(key, value, str(path))
             sources[key] = str(path)
     for env_name, text in environ.items():
         if not env_name.startswith("EDGEBOX_"):
             continue
         key = env_name.removeprefix("EDGEBOX_").lower()
-        if key not in _FIELDS:
+        if key in SECTIONS:
+            mapping = _yaml_text(key, text, env_name)
+            set_section(key, mapping, env_name, lambda _name, env_name=env_name: env_name)
+        elif key in _SECTION_FIELDS:
+            set_field(*_SECTION_FIELDS[key], text, env_name, env_name)
+        elif key in _FIELDS:
+            values[key] = _coerce(key, text, env_name)
+            sources[key] = env_name
+        else:
             raise SettingsError(_unknown(key, env_name))
-        values[key] = _coerce(key, text, env_name)
-        sources[key] = env_name
     for key, value in flags.items():
         flag = "--" + key.replace("_", "-")
+        if key in _SECTION_FIELDS:
+            set_field(*_SECTION_FIELDS[key], value, flag, flag)
+            continue
         values[key] = _coerce(key, value, flag)
         sources[key] = flag
 
+    for section, fields in sections.items():
+        values[section] = _build(SECTIONS[section], fields, section, shown)
     settings = Settings(**values)
     object.__setattr__(settings, "_sources", sources)
     _validate(settings, sources)
     return settings
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
+    """The document, and the line of each top-level key and of each key in a
+    section (``("mqtt", "qos")`` -> 12)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SettingsError(f"cannot read configuration file '{path}': {exc.strerror}") from None
     try:
         document = yaml.safe_load(text) or {}
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -252,21 +377,41 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     for key in document:
         if key not in _FIELDS:
             raise SettingsError(f"{path}: {_unknown(str(key), str(key))}")
-    return document
+    lines: dict[tuple[str, ...], int] = {}
+    for key_node, value_node in getattr(root, "value", ()):
+        lines[(str(key_node.value),)] = key_node.start_mark.line + 1
+        if isinstance(value_node, yaml.MappingNode):
+            for inner, _ in value_node.value:
+                lines[(str(key_node.value), str(inner.value))] = inner.start_mark.line + 1
+    return document, lines
+
+
+def _did_you_mean(key: str, candidates: list[str]) -> str:
+    guess = difflib.get_close_matches(key.replace("-", "_"), candidates, n=1)
+    return f"; did you mean '{guess[0]}'?" if guess else ""
 
 
 def _unknown(key: str, shown: str) -> str:
-    guess = difflib.get_close_matches(key.replace("-", "_"), list(_FIELDS), n=1)
-    hint = f"; did you mean '{guess[0]}'?" if guess else ""
+    hint = _did_you_mean(key, [*_FIELDS, *_SECTION_FIELDS])
+    for flat, (section, name) in _SECTION_FIELDS.items():
+        hint = hint.replace(f"'{flat}'", f"'{section}.{name}'")
     return f"unknown setting '{shown}'{hint}"
 
 
 def _coerce(key: str, value: Any, source: str) -> Any:
-    kind = _FIELDS[key].type
-    if key == "streams":
-        return _streams(value, source)
+    if key in _LIST_SECTIONS:
+        return _entries(key, _LIST_SECTIONS[key], value, source)
     if key in _RESTRICTION_GROUPS:
         return _restriction_groups(key, value, source)
+    try:
+        return _convert(_FIELDS[key].type, value)
+    except ValueError as exc:
+        raise SettingsError(f"setting '{key}' from {source}: {exc}") from None
+
+
+def _convert(kind: str, value: Any) -> Any:
+    """``value`` (from YAML, or text from the environment or a flag) as a
+    ``kind`` (the field's annotation); ValueError says what was expected."""
     if value is None and kind.endswith("| None"):
         return None
     try:
@@ -303,10 +448,68 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             return tuple(str(v) for v in value)
         return str(value)
     except (TypeError, ValueError):
-        raise SettingsError(
-            f"setting '{key}' from {source}: expected {kind.replace('tuple[str, ...]', 'a list')}, "
-            f"got {value!r}"
+        raise ValueError(
+            f"expected {kind.replace('tuple[str, ...]', 'a list')}, got {value!r}"
         ) from None
+
+
+def _yaml_text(key: str, value: Any, source: str) -> Any:
+    """A section given as YAML text (``EDGEBOX_STREAMS``, ``EDGEBOX_MQTT``)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        raise SettingsError(
+            f"setting '{key}' from {source}: not valid YAML: {getattr(exc, 'problem', exc)}"
+        ) from None
+
+
+def _check_keys(cls: type, entry: Any, where: str, source: str, required: bool) -> None:
+    """``entry`` is a mapping of ``cls``'s fields (with the required ones
+    when ``required``); ``where`` names it (``mqtt``, ``streams[0]``)."""
+    fields = [f.name for f in dataclasses.fields(cls)]
+    if not isinstance(entry, dict):
+        keys = getattr(cls, "ENTRY_KEYS", None)
+        expected = f"with {', '.join(keys)}" if keys else f"of {where} settings"
+        raise SettingsError(
+            f"setting '{where}' from {source}: expected a mapping {expected}, got {entry!r}"
+        )
+    for key in entry:
+        if key not in fields:
+            hint = _did_you_mean(str(key), fields)
+            raise SettingsError(f"setting '{where}' from {source}: unknown key '{key}'{hint}")
+    if required:
+        for field in dataclasses.fields(cls):
+            if field.default is dataclasses.MISSING and field.name not in entry:
+                raise SettingsError(
+                    f"setting '{where}' from {source}: missing required key '{field.name}'"
+                )
+
+
+def _field_value(cls: type, dotted: str, name: str, raw: Any, where: str) -> Any:
+    """One field of a section, through the dataclass's ``parse_field`` if it
+    has one, else coerced by the field's type."""
+    kind = next(f.type for f in dataclasses.fields(cls) if f.name == name)
+
+    def coerce(value: Any) -> Any:
+        return _convert(kind, value)
+
+    parse = getattr(cls, "parse_field", None)
+    try:
+        return parse(name, raw, coerce) if parse else coerce(raw)
+    except ValueError as exc:
+        raise SettingsError(f"setting '{dotted}' from {where}: {exc}") from None
+
+
+def _build(cls: type, fields: dict[str, Any], where: str, shown: Mapping[str, str]) -> Any:
+    """A section's dataclass, once its ``problems()`` (if any) found none."""
+    section = cls(**fields)
+    for name, message in getattr(section, "problems", lambda: ())():
+        dotted = f"{where}.{name}"
+        origin = f"from {shown[dotted]}" if dotted in shown else "(default)"
+        raise SettingsError(f"setting '{dotted}' {origin}: {message}")
+    return section
 
 
 def _validate(settings: Settings, sources: dict[str, str]) -> None:
@@ -410,105 +613,57 @@ def _restriction_groups(key: str, value: Any, source: str) -> tuple[str, ...]:
     return groups
 
 
-_STREAM_FIELDS = {f.name: f for f in dataclasses.fields(StreamSettings)}
-_STREAM_REQUIRED = [
-    f.name for f in dataclasses.fields(StreamSettings) if f.default is dataclasses.MISSING
-]
 _STREAM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 MAX_QUEUE_FRAMES = 64
 MAX_IN_FLIGHT = 4
+_STREAM_RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "fps": (lambda v: v >= 0, "a number >= 0 (0: no cap)"),
+    "queue_frames": (lambda v: 1 <= v <= MAX_QUEUE_FRAMES, f"an integer 1..{MAX_QUEUE_FRAMES}"),
+    "in_flight": (lambda v: 1 <= v <= MAX_IN_FLIGHT, f"an integer 1..{MAX_IN_FLIGHT}"),
+    "log_interval_s": (lambda v: v > 0, "a number > 0"),
+    "results_every_n": (lambda v: v >= 1, "an integer >= 1"),
+    "max_results_per_s": (lambda v: v >= 0, "a number >= 0 (0: no cap)"),
+}
+"""Each numeric stream field: what it accepts, and the words for it."""
 
 
-def _streams(value: Any, source: str) -> tuple[StreamSettings, ...]:
-    """``streams`` from YAML (a list of mappings) or from text holding such a
-    list (the environment); every problem names the entry and its key."""
-    if isinstance(value, str):
-        try:
-            value = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise SettingsError(
-                f"setting 'streams' from {source}: not valid YAML: {getattr(exc, 'problem', exc)}"
-            ) from None
-    if not isinstance(value, list):
-        raise SettingsError(
-            f"setting 'streams' from {source}: expected a list of streams "
-            f"(each with name, source, model, fps), got {value!r}"
-        )
-    streams = [_stream(index, entry, source) for index, entry in enumerate(value)]
-    seen: dict[str, int] = {}
-    for index, stream in enumerate(streams):
-        if stream.name in seen:
-            raise SettingsError(
-                f"setting 'streams[{index}].name' from {source}: stream name '{stream.name}' "
-                f"is already used by streams[{seen[stream.name]}]"
-            )
-        seen[stream.name] = index
-    return tuple(streams)
-
-
-def _stream(index: int, entry: Any, source: str) -> StreamSettings:
-    where = f"streams[{index}]"
-
-    def fail(key: str | None, message: str) -> SettingsError:
-        return SettingsError(
-            f"setting '{where}{'.' + key if key else ''}' from {source}: {message}"
-        )
-
-    if not isinstance(entry, dict):
-        raise fail(None, f"expected a mapping with name, source, model, fps, got {entry!r}")
-    for key in entry:
-        if key not in _STREAM_FIELDS:
-            guess = difflib.get_close_matches(str(key).replace("-", "_"), list(_STREAM_FIELDS), n=1)
-            hint = f"; did you mean '{guess[0]}'?" if guess else ""
-            raise fail(None, f"unknown key '{key}'{hint}")
-    for key in _STREAM_REQUIRED:
-        if key not in entry:
-            raise fail(None, f"missing required key '{key}'")
-
-    name = entry["name"]
-    if not isinstance(name, str) or not _STREAM_NAME.fullmatch(name):
-        raise fail(
-            "name",
-            "expected 1-64 letters, digits, '_', '.' or '-' (starting with a letter or digit), "
-            f"got {name!r}",
-        )
-    raw_source = entry["source"]
+def _in_range(
+    raw: Any, coerce: Callable[[Any], Any], accept: Callable[[Any], bool], expected: str
+) -> Any:
     try:
-        parse_source(raw_source)
-    except ValueError as exc:
-        raise fail("source", str(exc)) from None
-    values: dict[str, Any] = {"name": name, "source": str(raw_source).strip()}
-    model = entry.get("model", StreamSettings.model)
-    if not isinstance(model, str) or not model.strip():
-        raise fail("model", f"expected a model name, got {model!r}")
-    values["model"] = model.strip()
-    if "fps" in entry:
-        values["fps"] = _number(
-            entry["fps"], lambda v: v >= 0, "a number >= 0 (0: no cap)", fail, "fps"
-        )
-    for key, most in (("queue_frames", MAX_QUEUE_FRAMES), ("in_flight", MAX_IN_FLIGHT)):
-        if key in entry:
-            count = entry[key]
-            if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= most:
-                raise fail(key, f"expected an integer 1..{most}, got {count!r}")
-            values[key] = count
-    if "log_interval_s" in entry:
-        values["log_interval_s"] = _number(
-            entry["log_interval_s"], lambda v: v > 0, "a number > 0", fail, "log_interval_s"
-        )
-    return StreamSettings(**values)
+        value = coerce(raw)
+    except ValueError:
+        value = None
+    if value is None or not accept(value):
+        raise ValueError(f"expected {expected}, got {raw!r}")
+    return value
 
 
-def _number(
-    value: Any,
-    accept: Callable[[float], bool],
-    expected: str,
-    fail: Callable[[str | None, str], SettingsError],
-    key: str,
-) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise fail(key, f"expected {expected}, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number) or not accept(number):
-        raise fail(key, f"expected {expected}, got {value!r}")
-    return number
+def _entries(key: str, cls: type, value: Any, source: str) -> tuple[Any, ...]:
+    """A list section (``streams``) from YAML (a list of mappings) or from text
+    holding such a list (the environment); every problem names the entry and
+    its key."""
+    value = _yaml_text(key, value, source)
+    if not isinstance(value, list):
+        keys = ", ".join(getattr(cls, "ENTRY_KEYS", ()))
+        raise SettingsError(
+            f"setting '{key}' from {source}: expected a list of {key} (each with {keys}), "
+            f"got {value!r}"
+        )
+    entries = []
+    for index, entry in enumerate(value):
+        where = f"{key}[{index}]"
+        _check_keys(cls, entry, where, source, required=True)
+        fields = {
+            field.name: _field_value(
+                cls, f"{where}.{field.name}", field.name, entry[field.name], source
+            )
+            for field in dataclasses.fields(cls)
+            if field.name in entry
+        }
+        entries.append(_build(cls, fields, where, {f"{where}.{name}": source for name in fields}))
+    problem = getattr(cls, "entries_problem", lambda _entries: None)(tuple(entries))
+    if problem is not None:
+        index, name, message = problem
+        raise SettingsError(f"setting '{key}[{index}].{name}' from {source}: {message}")
+    return tuple(entries)

@@ -192,6 +192,19 @@ def test_serve_with_a_bad_flag_exits_with_config_status(
     )
 
 
+def test_serve_has_a_flag_for_each_mqtt_setting(
+    no_settings_from_the_host: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--mqtt-url", "mqtt://broker", "--mqtt-qos", "3"]) == EXIT_CONFIG
+    assert capsys.readouterr().err == (
+        "edgebox: setting 'mqtt.qos' from --mqtt-qos: expected 0, 1 or 2, got 3\n"
+    )
+    assert main(["serve", "--mqtt-max-inflight", "0"]) == EXIT_CONFIG
+    assert capsys.readouterr().err == (
+        "edgebox: setting 'mqtt.max_inflight' from --mqtt-max-inflight: expected 1..1000, got 0\n"
+    )
+
+
 def test_serve_with_a_bad_environment_variable_exits_with_config_status(
     no_settings_from_the_host: None,
     monkeypatch: pytest.MonkeyPatch,

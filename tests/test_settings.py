@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from edgebox import settings as settings_module
+from edgebox.mqtt.settings import MqttSettings
 from edgebox.settings import Settings, SettingsError, load_settings
 
 
@@ -448,4 +449,147 @@ def test_api_key_file_is_checked_at_startup(tmp_path: Path) -> None:
     assert settings_error(flags={"api_key_file": str(key_file)}) == (
         f"setting 'api_key_file' (--api-key-file): '{key_file}' can be read by every user "
         f"(mode 0644); run: chmod 600 '{key_file}' (or 640 with the daemon's group)"
+    )
+
+
+# ------------------------------------------------------------------ sections (mqtt)
+
+
+def test_absent_mqtt_section_means_no_mqtt() -> None:
+    assert load_settings({}, environ={}).mqtt is None
+    assert Settings().mqtt is None
+
+
+@pytest.mark.parametrize("text", ["mqtt:\n", "mqtt: {}\n"])
+def test_empty_mqtt_section_turns_mqtt_on_with_the_defaults(tmp_path: Path, text: str) -> None:
+    config_file = yaml_file(tmp_path, text)
+    assert load_settings({}, config_file=config_file, environ={}).mqtt == MqttSettings()
+
+
+def test_mqtt_section_from_yaml_fills_the_other_fields_with_defaults(tmp_path: Path) -> None:
+    config_file = yaml_file(
+        tmp_path,
+        "log_verbose: 1\nmqtt:\n  url: mqtts://broker.lan\n  qos: 0\n  protocol: 3.1.1\n",
+    )
+    loaded = load_settings({}, config_file=config_file, environ={})
+    assert loaded.mqtt == MqttSettings(url="mqtts://broker.lan", qos=0, protocol="3.1.1")
+    assert loaded.sources == {
+        "log_verbose": str(config_file),
+        "mqtt.url": str(config_file),
+        "mqtt.qos": str(config_file),
+        "mqtt.protocol": str(config_file),
+    }
+
+
+def test_environment_and_flags_override_one_mqtt_field_each(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "mqtt:\n  url: mqtt://broker\n  qos: 2\n  keepalive: 60\n")
+    loaded = load_settings(
+        {"mqtt_keepalive": "10"},
+        config_file=config_file,
+        environ={"EDGEBOX_MQTT_QOS": "0", "EDGEBOX_MQTT_KEEPALIVE": "20"},
+    )
+    assert loaded.mqtt == MqttSettings(url="mqtt://broker", qos=0, keepalive=10)
+    assert loaded.sources == {
+        "mqtt.url": str(config_file),
+        "mqtt.qos": "EDGEBOX_MQTT_QOS",
+        "mqtt.keepalive": "--mqtt-keepalive",
+    }
+
+
+def test_one_mqtt_variable_or_flag_turns_mqtt_on(tmp_path: Path) -> None:
+    spool = tmp_path / "spool.sqlite"
+    from_env = load_settings({}, environ={"EDGEBOX_MQTT_SPOOL_PATH": str(spool)})
+    assert from_env.mqtt == MqttSettings(spool_path=spool)
+    from_flag = load_settings({"mqtt_url": "ws://broker:8080/mqtt"}, environ={})
+    assert from_flag.mqtt == MqttSettings(url="ws://broker:8080/mqtt")
+
+
+def test_mqtt_section_as_yaml_text_in_the_environment() -> None:
+    loaded = load_settings({}, environ={"EDGEBOX_MQTT": "{url: 'mqtt://broker', qos: 0}"})
+    assert loaded.mqtt == MqttSettings(url="mqtt://broker", qos=0)
+
+
+def test_unknown_mqtt_key_suggests_the_likely_one_with_its_line(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "http_port: 8000\nmqtt:\n  url: mqtt://broker\n  qso: 0\n")
+    assert settings_error(config_file=config_file) == (
+        f"setting 'mqtt' from {config_file}:2: unknown key 'qso'; did you mean 'qos'?"
+    )
+
+
+def test_unknown_mqtt_variable_suggests_the_likely_setting() -> None:
+    assert settings_error(environ={"EDGEBOX_MQTT_QSO": "0"}) == (
+        "unknown setting 'EDGEBOX_MQTT_QSO'; did you mean 'mqtt.qos'?"
+    )
+
+
+def test_bad_mqtt_value_names_the_key_file_and_line(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "mqtt:\n  url: mqtt://broker\n\n  qos: 3\n")
+    assert settings_error(config_file=config_file) == (
+        f"setting 'mqtt.qos' from {config_file}:4: expected 0, 1 or 2, got 3"
+    )
+
+
+def test_mqtt_value_of_the_wrong_type_names_the_key_file_and_line(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "mqtt:\n  keepalive: often\n")
+    assert settings_error(config_file=config_file) == (
+        f"setting 'mqtt.keepalive' from {config_file}:2: expected int, got 'often'"
+    )
+
+
+def test_bad_mqtt_variable_and_flag_name_themselves() -> None:
+    assert settings_error(environ={"EDGEBOX_MQTT_QOS": "3"}) == (
+        "setting 'mqtt.qos' from EDGEBOX_MQTT_QOS: expected 0, 1 or 2, got 3"
+    )
+    assert settings_error(flags={"mqtt_url": "http://broker"}) == (
+        "setting 'mqtt.url' from --mqtt-url: expected mqtt://HOST[:PORT], mqtts://, ws:// or "
+        "wss://, got 'http://broker'"
+    )
+
+
+def test_mqtt_section_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
+    config_file = yaml_file(tmp_path, "mqtt: [mqtt://broker]\n")
+    assert settings_error(config_file=config_file) == (
+        f"setting 'mqtt' from {config_file}:1: expected a mapping of mqtt settings, "
+        "got ['mqtt://broker']"
+    )
+
+
+def test_unreadable_mqtt_password_file_stops_startup(tmp_path: Path) -> None:
+    missing = tmp_path / "mqtt.password"
+    config_file = yaml_file(tmp_path, f"mqtt:\n  username: edgebox\n  password_file: {missing}\n")
+    assert settings_error(config_file=config_file) == (
+        f"setting 'mqtt.password_file' from {config_file}:3: cannot read '{missing}': "
+        "No such file or directory"
+    )
+
+
+def test_mqtt_password_never_appears_in_errors_or_repr(tmp_path: Path) -> None:
+    secret = "s3cret-Pa55word"
+    password_file = tmp_path / "mqtt.password"
+    password_file.write_text(f"{secret}\n{secret}\n")
+    message = settings_error(
+        environ={
+            "EDGEBOX_MQTT_USERNAME": "edgebox",
+            "EDGEBOX_MQTT_PASSWORD_FILE": str(password_file),
+        }
+    )
+    assert message == (
+        f"setting 'mqtt.password_file' from EDGEBOX_MQTT_PASSWORD_FILE: '{password_file}' holds "
+        "2 lines; expected the password on one line"
+    )
+    password_file.write_text(f"{secret}\n")
+    loaded = load_settings(
+        {"mqtt_username": "edgebox", "mqtt_password_file": str(password_file)}, environ={}
+    )
+    assert loaded.mqtt is not None and loaded.mqtt.password() == secret
+    assert secret not in repr(loaded)
+    assert secret not in settings_error(
+        flags={"mqtt_password_file": str(password_file), "mqtt_url": f"mqtt://u:{secret}@h"}
+    )
+
+
+def test_cross_field_mqtt_problem_names_the_source_of_the_field() -> None:
+    assert settings_error(environ={"EDGEBOX_MQTT_KEY_FILE": "/dev/null"}) == (
+        "setting 'mqtt.key_file' from EDGEBOX_MQTT_KEY_FILE: needs an mqtts:// or wss:// url, "
+        "got mqtt://"
     )

@@ -1,6 +1,8 @@
 """etc/edgebox.yaml, shipped as /etc/edgebox/edgebox.yaml: loads through the
 real settings code, lists every setting, and holds the built-in defaults
-(which are the appliance's: poll mode every 2 s, /var/lib/edgebox/models)."""
+(which are the appliance's: poll mode every 2 s, /var/lib/edgebox/models).
+Sections that would turn something on (``mqtt``) are shipped commented out,
+whole: uncommented, they load and hold every field at its default."""
 
 from __future__ import annotations
 
@@ -11,11 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from edgebox.mqtt.settings import MqttSettings
 from edgebox.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "etc" / "edgebox.yaml"
-FIELDS = [f.name for f in dataclasses.fields(Settings)]
+COMMENTED_OUT = {"mqtt": MqttSettings}
+"""Sections shipped commented out: present, they would turn a feature on."""
+FIELDS = [f.name for f in dataclasses.fields(Settings) if f.name not in COMMENTED_OUT]
 APPLIANCE_DIFFERS: dict[str, object] = {}
 """Settings the shipped file sets away from the built-in default (none today)."""
 
@@ -65,6 +70,51 @@ def test_every_setting_has_a_comment():
         if above < 0 or not lines[above].startswith("#"):
             uncommented.append(match.group(1))
     assert not uncommented, f"settings without a comment above them: {uncommented}"
+
+
+def commented_section(name: str) -> list[str]:
+    """The lines of the commented-out ``# name:`` block, uncommented."""
+    lines = CONFIG.read_text(encoding="utf-8").splitlines()
+    start = lines.index(f"# {name}:")
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("#"):
+            break
+        block.append(line.removeprefix("#").removeprefix(" "))
+    return block
+
+
+@pytest.mark.parametrize("name", sorted(COMMENTED_OUT))
+def test_commented_out_section_lists_every_field_at_its_default(tmp_path, name):
+    section = commented_section(name)
+    path = tmp_path / "section.yaml"
+    path.write_text("\n".join(section) + "\n", encoding="utf-8")
+    keys = list(yaml.safe_load(path.read_text(encoding="utf-8"))[name])
+    assert keys == [f.name for f in dataclasses.fields(COMMENTED_OUT[name])]
+    loaded = load_settings({}, config_file=path, environ={})
+    assert getattr(loaded, name) == COMMENTED_OUT[name]()
+
+
+@pytest.mark.parametrize("name", sorted(COMMENTED_OUT))
+def test_commented_out_section_has_a_comment_for_every_field(name):
+    section = commented_section(name)
+    key_line = re.compile(r"^  ([a-z_]+):")
+    uncommented = []
+    for index, line in enumerate(section):
+        match = key_line.match(line)
+        if not match:
+            continue
+        above = index - 1
+        while above >= 0 and key_line.match(section[above]):
+            above -= 1
+        if above < 0 or not section[above].lstrip().startswith("#"):
+            uncommented.append(match.group(1))
+    assert not uncommented, f"{name} fields without a comment above them: {uncommented}"
+
+
+def test_shipped_file_leaves_commented_out_sections_off(settings):
+    for name in COMMENTED_OUT:
+        assert getattr(settings, name) is None
 
 
 def test_environment_still_overrides_the_file():

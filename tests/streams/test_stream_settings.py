@@ -67,6 +67,18 @@ def test_streams_from_yaml_with_defaults_filled_in(tmp_path):
     assert loaded.sources["streams"] == str(path)
 
 
+def test_mqtt_thinning_defaults_to_every_result_uncapped(tmp_path):
+    path = config(
+        tmp_path,
+        "streams:\n"
+        "  - {name: a, source: 0}\n"
+        "  - {name: b, source: 1, results_every_n: 3, max_results_per_s: 2.5}\n",
+    )
+    first, second = load_settings({}, config_file=path, environ={}).streams
+    assert (first.results_every_n, first.max_results_per_s) == (1, 0.0)
+    assert (second.results_every_n, second.max_results_per_s) == (3, 2.5)
+
+
 def test_streams_from_the_environment_as_yaml_text():
     loaded = load_settings(
         {}, environ={"EDGEBOX_STREAMS": "[{name: cam, source: /dev/video0, model: detector}]"}
@@ -161,6 +173,24 @@ def test_streams_from_the_environment_as_yaml_text():
         (
             "streams: [{name: cam, source: 0, log_interval_s: 0}]\n",
             "setting 'streams[0].log_interval_s' from FILE: expected a number > 0, got 0",
+        ),
+        (
+            "streams: [{name: cam, source: 0, results_every_n: 0}]\n",
+            "setting 'streams[0].results_every_n' from FILE: expected an integer >= 1, got 0",
+        ),
+        (
+            "streams: [{name: cam, source: 0, results_every_n: 1.5}]\n",
+            "setting 'streams[0].results_every_n' from FILE: expected an integer >= 1, got 1.5",
+        ),
+        (
+            "streams: [{name: cam, source: 0, max_results_per_s: -1}]\n",
+            "setting 'streams[0].max_results_per_s' from FILE: expected a number >= 0 "
+            "(0: no cap), got -1",
+        ),
+        (
+            "streams: [{name: cam, source: 0, max_results_per_s: .inf}]\n",
+            "setting 'streams[0].max_results_per_s' from FILE: expected a number >= 0 "
+            "(0: no cap), got inf",
         ),
     ],
 )
