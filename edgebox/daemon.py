@@ -21,6 +21,8 @@ from edgebox.events import EventBus
 from edgebox.lifecycle.limits import LoadLimits, default_max_threads_per_instance
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
+from edgebox.mqtt.bridge import build_forwarder, result_tap
+from edgebox.mqtt.forwarder import MqttForwarder
 from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.grpc.access import grpc_policy
 from edgebox.protocol.grpc.server import GrpcServer
@@ -62,6 +64,7 @@ class Daemon:
             self.manager,
             control_mode=settings.model_control_mode,
             strict_readiness=settings.strict_readiness,
+            result_tap=result_tap(self.bus) if settings.mqtt is not None else None,
         )
         self.access = AccessPolicy.from_settings(
             settings.http_restricted_api, settings.api_key_file
@@ -100,6 +103,12 @@ class Daemon:
             shared_memory=self.shared_memory,
         )
         self.streams = StreamManager(settings.streams, self.dataplane, self.bus)
+        self.mqtt: MqttForwarder | None = None
+        if settings.mqtt is not None:
+            # Subscribed from here on: the first loads' events are published too.
+            self.mqtt = build_forwarder(
+                settings.mqtt, self.bus, self.registry, settings.streams, self._stream_states
+            )
         self.poller: RepositoryPoller | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -112,6 +121,13 @@ class Daemon:
 
     def run(self) -> int:
         settings = self.settings
+        if self.mqtt is not None:
+            self.mqtt.start()
+            log.info(
+                "MQTT: publishing to %s (spool %s)",
+                self.mqtt.broker,
+                settings.mqtt.resolved_spool_path,
+            )
         port = self.http.start()
         log.info("HTTP service listening on %s:%d", settings.host, port)
         log.info("HTTP access: %s", self.access.describe())
@@ -206,7 +222,12 @@ class Daemon:
         if not self.manager.unload_all(max(0.0, deadline - time.monotonic())):
             log.warning("exit timeout reached with requests still running; exiting anyway")
         abandon.cancel()
+        if self.mqtt is not None and not self.mqtt.stop(max(1.0, deadline - time.monotonic())):
+            log.warning("MQTT: the publisher did not stop in time; unsent messages stay spooled")
         log.info("stopped")
+
+    def _stream_states(self) -> dict[str, str]:
+        return {status.name: status.state.value for status in self.streams.status()}
 
 
 def run_daemon(settings: Settings) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -39,6 +40,10 @@ from edgebox.responses import Outcome, ResponseContractError, ResponseSink
 from edgebox.tensors import InferRequest, InferResponse, Tensor
 from edgebox.trace_settings import TraceSettings
 
+ResultTap = Callable[[ServedModel, InferResponse], None]
+"""Gets a client's answer from a model that publishes its results; called on
+the request's thread, so it only hands the answer on."""
+
 log = logging.getLogger(__name__)
 
 EXTENSIONS = [
@@ -61,8 +66,10 @@ class DataPlane:
         control_mode: str = "none",
         strict_readiness: bool = False,
         log_settings: LogSettings | None = None,
+        result_tap: ResultTap | None = None,
     ) -> None:
         self._registry = registry
+        self._result_tap = result_tap
         self._log_settings = log_settings or LogSettings()
         self._trace_settings = TraceSettings()
         self._manager = manager
@@ -155,11 +162,15 @@ class DataPlane:
         in between."""
         self._registry.get(name, version)
 
-    def infer(self, request: InferRequest) -> InferResponse:
+    def infer(self, request: InferRequest, from_client: bool = False) -> InferResponse:
         """Unary inference, the response sink's special case: the request's one
         final response, or its error raised (``Scheduler.infer``). The
         caller's thread waits here, for a batcher's worker when the model
-        batches, and holds the model version until the answer is in."""
+        batches, and holds the model version until the answer is in.
+
+        ``from_client``: an HTTP or gRPC client asked (not a stream, an
+        ensemble step or a BLS call), so a model whose config opts in has its
+        answer handed to the result tap (MQTT), which must not block."""
         served = self._registry.acquire(request.model_name, request.model_version)
         try:
             try:
@@ -167,7 +178,10 @@ class DataPlane:
             except EdgeboxError:
                 served.scheduler.statistics.record_request(False, 0)
                 raise
-            return _stamped(served.scheduler.infer(request), request, served)
+            response = _stamped(served.scheduler.infer(request), request, served)
+            if from_client and self._result_tap is not None and _publishes(served):
+                self._result_tap(served, response)
+            return response
         finally:
             served.exit()
 
@@ -388,3 +402,8 @@ def _classify(response: InferResponse, request: InferRequest, served: ServedMode
                 result[row_index, column] = text.encode("utf-8")
         outputs.append(Tensor(tensor.name, "BYTES", result if batched else result[0]))
     response.outputs = outputs
+
+
+def _publishes(served: ServedModel) -> bool:
+    publishing = getattr(served, "publishing", None)
+    return publishing is not None and publishing.publish

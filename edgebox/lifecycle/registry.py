@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from edgebox.errors import EdgeboxError, InvalidArgument, NotFound, Unavailable
 from edgebox.events import EventBus, ModelStateChanged
 from edgebox.lifecycle.states import ModelState, VersionStatus
+from edgebox.repository.result_publishing import result_publishing
 from edgebox.scheduling.scheduler import Scheduler
 from edgebox.signature import ModelSignature
 
@@ -46,6 +47,8 @@ class ServedModel:
 
     def __post_init__(self) -> None:
         self.where = f"model '{self.name}' version {self.version}"
+        self.publishing = result_publishing(self.config) if self.config is not None else None
+        """Whether clients' results of this version go to MQTT (read once, not per request)."""
         self._inflight = 0
         self._retired = False
         self._idle = threading.Condition(threading.Lock())

@@ -158,8 +158,12 @@ class Spool:
     def pending(self, limit: int, after_row_id: int = 0) -> list[Spooled]:
         """Up to ``limit`` rows with row_id > ``after_row_id``, oldest first."""
         with self._lock:
-            return self._run("read", lambda: self._select(
-                "WHERE row_id > ? ORDER BY row_id LIMIT ?", (after_row_id, limit)))
+            return self._run(
+                "read",
+                lambda: self._select(
+                    "WHERE row_id > ? ORDER BY row_id LIMIT ?", (after_row_id, limit)
+                ),
+            )
 
     def ack(self, row_id: int) -> None:
         """Delete a row the broker acknowledged; an unknown (or dropped) row_id is a no-op."""
@@ -169,8 +173,13 @@ class Spool:
     def stats(self) -> SpoolStats:
         with self._lock:
             oldest = self._run("read", lambda: self._select("ORDER BY row_id LIMIT 1", ()))
-            return SpoolStats(self._rows, self._bytes, oldest[0].created_at if oldest else None,
-                              dict(self._dropped), self._degraded)
+            return SpoolStats(
+                self._rows,
+                self._bytes,
+                oldest[0].created_at if oldest else None,
+                dict(self._dropped),
+                self._degraded,
+            )
 
     def take_drops(self) -> dict[str, int]:
         """Drops per kind since the previous call, for one "spool dropped" event once the link
@@ -206,8 +215,10 @@ class Spool:
                 payload = json.dumps({**item.document, "seq": seq}, separators=(",", ":")).encode()
                 size = len(item.topic.encode()) + len(payload)
                 if item.replaces_unsent:
-                    count, gone = conn.execute("SELECT count(*), coalesce(sum(size), 0) FROM rows"
-                                               " WHERE topic = ?", (item.topic,)).fetchone()
+                    count, gone = conn.execute(
+                        "SELECT count(*), coalesce(sum(size), 0) FROM rows WHERE topic = ?",
+                        (item.topic,),
+                    ).fetchone()
                     conn.execute("DELETE FROM rows WHERE topic = ?", (item.topic,))
                     rows, nbytes = rows - count, nbytes - gone
                     stored = [s for s in stored if s.topic != item.topic]
@@ -216,16 +227,21 @@ class Spool:
                     continue
                 row_id, rows, nbytes = row_id + 1, rows + 1, nbytes + size
                 values = (row_id, item.topic, payload, item.qos, item.retain, item.kind, seq, now)
-                conn.execute(f"INSERT INTO rows ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             (*values, size))
+                conn.execute(
+                    f"INSERT INTO rows ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*values, size),
+                )
                 stored.append(Spooled(*values))
-            conn.executemany("INSERT OR REPLACE INTO counters (topic, last_seq) VALUES (?, ?)",
-                             list(seqs.items()))
+            conn.executemany(
+                "INSERT OR REPLACE INTO counters (topic, last_seq) VALUES (?, ?)",
+                list(seqs.items()),
+            )
             for kind in DROP_ORDER:
                 if nbytes <= self._max_bytes:
                     break
-                cursor = conn.execute("SELECT row_id, size FROM rows WHERE kind = ?"
-                                      " ORDER BY row_id", (kind,))
+                cursor = conn.execute(
+                    "SELECT row_id, size FROM rows WHERE kind = ? ORDER BY row_id", (kind,)
+                )
                 last = None
                 for candidate, size in cursor:
                     last = candidate
@@ -244,8 +260,9 @@ class Spool:
 
     def _ack(self, row_id: int) -> None:
         with self._db.transaction():
-            found = self._db.conn.execute("SELECT size FROM rows WHERE row_id = ?",
-                                          (row_id,)).fetchone()
+            found = self._db.conn.execute(
+                "SELECT size FROM rows WHERE row_id = ?", (row_id,)
+            ).fetchone()
             if found is not None:
                 self._db.conn.execute("DELETE FROM rows WHERE row_id = ?", (row_id,))
         if found is not None:
@@ -260,18 +277,22 @@ class Spool:
     def _degrade(self, what: str, exc: BaseException, failed: _Db | None) -> None:
         """Carry on in memory. Rows the failed file can still be read for are copied, so they
         are sent now (and possibly again after restart, with the same seq: at least once)."""
-        self._degraded = (f"spool '{self._path}': {what} failed: {type(exc).__name__}: {exc};"
-                          " keeping messages in memory only until restart")
+        self._degraded = (
+            f"spool '{self._path}': {what} failed: {type(exc).__name__}: {exc};"
+            " keeping messages in memory only until restart"
+        )
         log.error("%s", self._degraded)
         memory = _Db(":memory:")
         if failed is not None:
             try:
                 copied = failed.conn.execute(f"SELECT {_COLUMNS} FROM rows ORDER BY row_id")
                 memory.conn.executemany(
-                    f"INSERT INTO rows ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", copied)
+                    f"INSERT INTO rows ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", copied
+                )
             except (sqlite3.Error, OSError):
-                log.warning("spool '%s': rows already on disk stay there for the next start",
-                            self._path)
+                log.warning(
+                    "spool '%s': rows already on disk stay there for the next start", self._path
+                )
             try:
                 failed.conn.close()
             except (sqlite3.Error, OSError):

@@ -283,7 +283,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         with self._shared_memory.lease() as regions:
             request = infer_codec.decode_request(message, regions)
             request.is_cancelled = is_cancelled
-            return infer_codec.encode_response(self._dataplane.infer(request), request, regions)
+            return infer_codec.encode_response(
+                self._dataplane.infer(request, from_client=True), request, regions
+            )
 
     def _stream_request(
         self,

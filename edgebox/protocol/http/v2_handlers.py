@@ -198,7 +198,7 @@ class V2Handlers:
                 body, request.headers, name, version, regions
             )
             infer_request.is_cancelled = request.client_gone
-            response = self.dataplane.infer(infer_request)
+            response = self.dataplane.infer(infer_request, from_client=True)
             http_response = infer_codec.encode_response(
                 response, infer_request, binary_default, regions
             )

@@ -1,0 +1,150 @@
+"""The daemon publishing to a real mosquitto: what a subscriber sees, and
+that nothing is lost when the broker or the daemon goes away."""
+
+from __future__ import annotations
+
+import json
+import signal
+import urllib.request
+
+import pytest
+
+from daemon_process import DaemonProcess, wait_for
+from model_fixtures import add_add_sub, copy_demo_repository
+from mosquitto_broker import Subscriber
+
+STREAM = "[{name: road, source: 'synthetic:road', model: lane_pipeline, fps: 10}]"
+
+
+def mqtt_args(broker, spool) -> list[str]:
+    return [
+        "--mqtt-url",
+        broker.url,
+        "--mqtt-device-id",
+        "dev",
+        "--mqtt-spool-path",
+        str(spool),
+    ]
+
+
+def post(daemon: DaemonProcess, path: str) -> None:
+    request = urllib.request.Request(f"http://{daemon.url}{path}", data=b"", method="POST")
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        assert reply.status == 200
+
+
+def add_sub_states(messages) -> list[str]:
+    documents = [json.loads(m.payload) for m in messages if m.topic == "edgebox/dev/events"]
+    return [
+        d["state"]
+        for d in documents
+        if d.get("model") == "add_sub" and d.get("state") in ("UNAVAILABLE", "READY")
+    ]
+
+
+def payloads(subscriber: Subscriber, topic: str) -> list[dict]:
+    return [json.loads(m.payload) for m in subscriber.messages(topic)]
+
+
+@pytest.fixture(scope="module")
+def demo_repository(tmp_path_factory):
+    return copy_demo_repository(tmp_path_factory.mktemp("demo") / "models")
+
+
+def test_subscriber_sees_status_model_events_and_lane_results(demo_repository, mosquitto, tmp_path):
+    with (
+        Subscriber(mosquitto, "edgebox/dev/#") as subscriber,
+        DaemonProcess(
+            demo_repository,
+            tmp_path / "daemon.log",
+            [*mqtt_args(mosquitto, tmp_path / "spool.sqlite"), "--repository-poll-secs", "0.2"],
+            env={"EDGEBOX_STREAMS": STREAM},
+        ) as daemon,
+    ):
+        subscriber.wait_for(
+            lambda ms: [m for m in ms if m.topic == "edgebox/dev/streams/road/results"][3:],
+            timeout_s=60,
+            what=f"four lane results ({daemon.log_path})",
+        )
+        status = payloads(subscriber, "edgebox/dev/status")[-1]
+        assert status["state"] == "online"
+        assert status["models"]["lane_pipeline"] == {"ready_versions": ["1"]}
+        result = payloads(subscriber, "edgebox/dev/streams/road/results")[-1]
+        assert result["schema"]["name"] == "edgebox.stream_result"
+        assert isinstance(result["outputs"]["lanes"], list)
+        loaded = [
+            e
+            for e in payloads(subscriber, "edgebox/dev/events")
+            if e["schema"]["name"] == "edgebox.model_state" and e["model"] == "lane_detector"
+        ]
+        assert {"READY"} <= {e["state"] for e in loaded}
+
+        add_add_sub(demo_repository, "late_add_sub")
+        subscriber.wait_for(
+            lambda ms: any(
+                json.loads(m.payload).get("model") == "late_add_sub"
+                and json.loads(m.payload).get("state") == "READY"
+                for m in ms
+                if m.topic == "edgebox/dev/events"
+            ),
+            timeout_s=30,
+            what="the event for a model dropped into the repository",
+        )
+
+
+def test_last_will_says_offline_after_sigkill(tmp_path, mosquitto):
+    repository = tmp_path / "models"
+    add_add_sub(repository)
+    daemon = DaemonProcess(
+        repository, tmp_path / "daemon.log", mqtt_args(mosquitto, tmp_path / "s")
+    )
+    daemon.start()
+    with Subscriber(mosquitto, "edgebox/dev/status") as subscriber:
+        subscriber.wait_for(lambda ms: ms, what="the retained online status")
+        daemon.process.send_signal(signal.SIGKILL)
+        daemon.process.wait(10)
+        document = subscriber.wait_for(
+            lambda ms: [json.loads(m.payload) for m in ms if b'"offline"' in m.payload],
+            what="the last will",
+        )[0]
+    assert document["reason"] == "connection lost"
+    assert document["schema"] == {"name": "edgebox.status", "version": 1}
+
+
+def test_sigkill_while_the_broker_is_down_loses_nothing_and_reuses_no_seq(tmp_path, mosquitto):
+    repository = tmp_path / "models"
+    add_add_sub(repository)
+    spool = tmp_path / "spool.sqlite"
+    args = [
+        *mqtt_args(mosquitto, spool),
+        "--model-control-mode",
+        "explicit",
+        "--load-model",
+        "add_sub",
+    ]
+    with Subscriber(mosquitto, "edgebox/dev/events") as subscriber:
+        first = DaemonProcess(repository, tmp_path / "first.log", args).start()
+        subscriber.wait_for(lambda ms: ms, what="the first run's events")
+        mosquitto.stop()
+        for _ in range(3):
+            post(first, "/v2/repository/models/add_sub/unload")
+            post(first, "/v2/repository/models/add_sub/load")
+        wait_for(lambda: first.log().count("unreachable") >= 1, what="the daemon to notice")
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait(10)
+
+    mosquitto.restart()
+    with (
+        Subscriber(mosquitto, "edgebox/dev/events") as subscriber,
+        DaemonProcess(repository, tmp_path / "second.log", args),
+    ):
+        subscriber.wait_for(
+            lambda ms: len(add_sub_states(ms)) >= 7,
+            timeout_s=30,
+            what="the offline run's events after the restart",
+        )
+    seqs = [e["seq"] for e in payloads(subscriber, "edgebox/dev/events")]
+    assert len(seqs) == len(set(seqs)), f"a seq was reused: {seqs}"
+    assert seqs == sorted(seqs)
+    states = add_sub_states(subscriber.messages())
+    assert states[:6] == ["UNAVAILABLE", "READY"] * 3, states

@@ -1,0 +1,166 @@
+"""The MQTT thread against a real mosquitto on loopback: status, events and
+results arrive in order with their seq; a broker that goes away loses
+nothing; a refused login and a silent broker are retried without spinning."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from daemon_process import wait_for
+from edgebox.backoff import Backoff
+from edgebox.events import EventBus, ModelStateChanged, StreamLatency, StreamResult
+from edgebox.mqtt.forwarder import MqttForwarder
+from edgebox.mqtt.routing import ResultPace, Router
+from edgebox.mqtt.settings import MqttSettings
+from edgebox.mqtt.topics import Topics
+from mosquitto_broker import MosquittoBroker, SilentBroker, Subscriber
+
+QUICK = Backoff(initial_s=0.05, max_s=0.2)
+
+
+@pytest.fixture
+def forwarders(tmp_path):
+    """``forwarders(url, **settings)``: a started forwarder on its own bus,
+    stopped at teardown."""
+    started: list[MqttForwarder] = []
+
+    def start(url: str, paces=None, refused_backoff: Backoff = QUICK, **fields):
+        settings = MqttSettings(
+            url=url, device_id="dev1", spool_path=tmp_path / "spool.sqlite", **fields
+        )
+        bus = EventBus()
+        router = Router(Topics("edgebox", "dev1"), "dev1", settings.qos, paces)
+        forwarder = MqttForwarder(
+            settings,
+            bus,
+            router,
+            {"device": "dev1", "edgebox_version": "test", "started_at": 0.0},
+            lambda: {"models": {"m": {"ready_versions": ["1"]}}, "streams": {}},
+            backoff=QUICK,
+            refused_backoff=refused_backoff,
+            connack_timeout_s=0.3,
+        )
+        forwarder.bus = bus
+        forwarder.start()
+        started.append(forwarder)
+        return forwarder
+
+    yield start
+    for forwarder in started:
+        assert forwarder.stop(5.0)
+
+
+def documents(subscriber: Subscriber, topic: str) -> list[dict]:
+    return [json.loads(m.payload) for m in subscriber.messages(topic)]
+
+
+def result(stream: str, index: int) -> StreamResult:
+    return StreamResult(
+        stream, "m", "1", index, 0.0, 4, 4, StreamLatency(1.0, 0.0, 1.0, 2.0), {"x": index}
+    )
+
+
+def test_status_is_retained_online_and_offline_after_a_clean_stop(mosquitto, forwarders):
+    forwarder = forwarders(mosquitto.url)
+    wait_for(lambda: forwarder.stats().state == "connected", what="the link")
+    with Subscriber(mosquitto, "edgebox/dev1/status") as late:
+        online = late.wait_for(lambda ms: ms, what="the retained status")[0]
+    assert online.retain
+    document = json.loads(online.payload)
+    assert document["schema"] == {"name": "edgebox.status", "version": 1}
+    assert document["state"] == "online"
+    assert document["models"] == {"m": {"ready_versions": ["1"]}}
+
+    assert forwarder.stop(5.0)
+    with Subscriber(mosquitto, "edgebox/dev1/status") as after:
+        offline = after.wait_for(lambda ms: ms, what="the retained status")[0]
+    document = json.loads(offline.payload)
+    assert (document["state"], document["reason"]) == ("offline", "shutdown")
+    assert document["seq"] > json.loads(online.payload)["seq"]
+
+
+def test_events_arrive_in_order_with_consecutive_seq(mosquitto, forwarders):
+    with Subscriber(mosquitto, "edgebox/dev1/events") as subscriber:
+        forwarder = forwarders(mosquitto.url)
+        for version in range(1, 21):
+            forwarder.bus.publish(ModelStateChanged("m", version, "READY"))
+        subscriber.wait_for(
+            lambda ms: len([m for m in ms if b"edgebox.model_state" in m.payload]) == 20,
+            what="20 model events",
+        )
+    events = [
+        d
+        for d in documents(subscriber, "edgebox/dev1/events")
+        if d["schema"]["name"] == "edgebox.model_state"
+    ]
+    assert [d["version"] for d in events] == list(range(1, 21))
+    seqs = [d["seq"] for d in documents(subscriber, "edgebox/dev1/events")]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert all(d["device"] == "dev1" for d in events)
+
+
+def test_stream_results_are_thinned_by_their_pace(mosquitto, forwarders):
+    with Subscriber(mosquitto, "edgebox/dev1/streams/#") as subscriber:
+        forwarder = forwarders(mosquitto.url, paces={"cam": ResultPace(every_n=3)})
+        for index in range(9):
+            forwarder.bus.publish(result("cam", index))
+        subscriber.wait_for(lambda ms: len(ms) == 3, what="every third result")
+    frames = [d["frame_index"] for d in documents(subscriber, "edgebox/dev1/streams/cam/results")]
+    assert frames == [0, 3, 6]
+
+
+def test_messages_published_while_the_broker_is_down_all_arrive_in_order(mosquitto, forwarders):
+    forwarder = forwarders(mosquitto.url)
+    wait_for(lambda: forwarder.stats().state == "connected", what="the link")
+    mosquitto.stop()
+    wait_for(lambda: forwarder.stats().state == "disconnected", what="the link to drop")
+    for index in range(50):
+        forwarder.bus.publish(result("cam", index))
+    wait_for(lambda: forwarder.stats().spool_rows >= 50, what="50 spooled rows")
+    mosquitto.restart()
+    with Subscriber(mosquitto, "edgebox/dev1/streams/#") as subscriber:
+        # Some may have gone out before the subscriber came: only the tail is checked.
+        forwarder.bus.publish(result("cam", 50))
+        subscriber.wait_for(
+            lambda ms: any(json.loads(m.payload)["frame_index"] == 50 for m in ms),
+            what="the result published after the outage",
+        )
+    wait_for(lambda: forwarder.stats().spool_rows == 0, what="the spool to drain")
+    stats = forwarder.stats()
+    assert stats.acknowledged >= 51
+    assert stats.dropped == {}
+
+
+def test_a_refused_login_is_logged_once_and_retried_slowly(tmp_path, forwarders, caplog):
+    password_file = tmp_path / "password"
+    password_file.write_text("wrong\n")
+    with MosquittoBroker(tmp_path / "broker", users={"edge": "right"}) as broker:
+        caplog.set_level(logging.ERROR, logger="edgebox.mqtt")
+        forwarder = forwarders(
+            broker.url,
+            refused_backoff=Backoff(initial_s=0.1, max_s=0.1),
+            username="edge",
+            password_file=password_file,
+        )
+        wait_for(
+            lambda: broker.log_text().count("not authorised") >= 3, what="three refused logins"
+        )
+        assert forwarder.stats().state == "refused"
+    refusals = [r.getMessage() for r in caplog.records if "refused the login" in r.getMessage()]
+    assert refusals == [
+        f"MQTT: broker 127.0.0.1:{broker.port} refused the login for user 'edge': "
+        "Not authorized; retrying slowly (every 0.1-0.1 s)"
+    ]
+    assert "wrong" not in caplog.text
+
+
+def test_a_broker_that_never_answers_is_given_up_and_retried(forwarders):
+    with SilentBroker() as silent:
+        forwarder = forwarders(silent.url)
+        wait_for(lambda: silent.accepted >= 2, what="a second connection attempt")
+        assert forwarder.stats().state in ("disconnected", "connecting")
+        forwarder.bus.publish(result("cam", 1))
+        wait_for(lambda: forwarder.stats().spool_rows >= 1, what="the result to be spooled")
