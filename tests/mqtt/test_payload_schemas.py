@@ -1,0 +1,284 @@
+"""Every MQTT payload matches its JSON Schema in docs/schemas/, and so does
+every example in docs/mqtt.md: the published contract, the code and the docs
+cannot drift apart unnoticed.
+
+Payloads are built the way the daemon builds them (the router adds
+``device``, the spool adds ``seq`` and serialises), and once more as a real
+subscriber receives them from mosquitto."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+from daemon_process import wait_for
+from edgebox.events import (
+    Event,
+    EventBus,
+    ModelResult,
+    ModelStateChanged,
+    MqttLinkChanged,
+    SpoolDegraded,
+    SpoolDropped,
+    StreamLatency,
+    StreamResult,
+    StreamState,
+    StreamStatus,
+)
+from edgebox.lifecycle.states import ModelState
+from edgebox.mqtt import status
+from edgebox.mqtt.bridge import build_forwarder
+from edgebox.mqtt.routing import Router
+from edgebox.mqtt.settings import MqttSettings
+from edgebox.mqtt.spool import DROP_ORDER, Outgoing, Spool
+from edgebox.mqtt.topics import Topics
+from edgebox.summaries import summarize
+from edgebox.tensors import Tensor
+from mosquitto_broker import Subscriber
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = REPO_ROOT / "docs" / "schemas"
+MQTT_DOC = REPO_ROOT / "docs" / "mqtt.md"
+DEVICE = "orin-07"
+
+EVENT_TYPES: tuple[type[Event], ...] = (
+    ModelStateChanged,
+    StreamStatus,
+    StreamResult,
+    ModelResult,
+    MqttLinkChanged,
+    SpoolDropped,
+    SpoolDegraded,
+)
+SCHEMA_NAMES = ("edgebox.status", *(kind.SCHEMA for kind in EVENT_TYPES))
+
+
+def schema_for(name: str) -> dict:
+    """``edgebox.model_state`` -> docs/schemas/model_state.schema.json."""
+    path = SCHEMAS / f"{name.removeprefix('edgebox.')}.schema.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def validate(document: dict) -> None:
+    schema = schema_for(document["schema"]["name"])
+    jsonschema.validate(document, schema, cls=jsonschema.Draft202012Validator)
+
+
+def lane_outputs() -> dict:
+    return summarize(
+        [
+            Tensor("lane_scores", "FP32", np.array([0.91, 0.87], dtype=np.float32)),
+            Tensor(
+                "lane_points",
+                "FP32",
+                np.array([[412, 719], [455, 600], [866, 719], [820, 600]], dtype=np.float32),
+            ),
+            Tensor("lane_point_counts", "INT32", np.array([2, 2], dtype=np.int32)),
+        ],
+        "lanes",
+    )
+
+
+def one_of_each_event() -> list[Event]:
+    return [
+        ModelStateChanged("lane_pipeline", 2, "READY"),
+        ModelStateChanged("broken", None, "UNAVAILABLE", "config.pbtxt:3:1: expected '{'"),
+        StreamStatus(
+            name="demo-road",
+            source="synthetic:road",
+            model="lane_pipeline",
+            state=StreamState.RECONNECTING,
+            reason="source ended",
+            next_retry_at=1_700_000_001.5,
+            reconnect_attempt=1,
+            frames_captured=120,
+            frames_inferred=118,
+            frames_dropped=2,
+            inference_failures=0,
+            reconnects=1,
+            fps=14.987,
+            model_version="2",
+            timestamp=1_700_000_000.0,
+        ),
+        StreamResult(
+            "demo-road",
+            "lane_pipeline",
+            "2",
+            118,
+            1_700_000_000.25,
+            1280,
+            720,
+            StreamLatency(3.21234, 0.5, 11.00049, 15.2),
+            lane_outputs(),
+        ),
+        ModelResult(
+            "square_diff",
+            "1",
+            "req-1",
+            1_700_000_000.5,
+            summarize([Tensor("SQUARE_DIFF", "FP32", np.zeros((1, 128), dtype=np.float32))]),
+        ),
+        MqttLinkChanged("refused", "broker.lan:8883", "Bad user name or password"),
+        SpoolDropped({"result": 4210, "queue": 3}, "spool full or queue overflowed"),
+        SpoolDegraded("spool '/var/lib/edgebox/mqtt/spool.sqlite': append failed: disk full"),
+    ]
+
+
+def spooled_documents(outgoing: list[Outgoing]) -> list[dict]:
+    """The exact payload bytes the spool would publish, parsed back."""
+    spool = Spool(None, 64 * 1024 * 1024)
+    try:
+        return [json.loads(row.payload) for row in spool.append(outgoing)]
+    finally:
+        spool.close()
+
+
+def status_documents() -> list[dict]:
+    identity = {"device": DEVICE, "edgebox_version": "0.9.0", "started_at": 1_700_000_000.0}
+    serving = {
+        "models": {
+            "lane_pipeline": {"ready_versions": ["1", "2"]},
+            "broken": {"ready_versions": []},
+        },
+        "streams": {"demo-road": "running"},
+    }
+    documents = [
+        status.online(identity, serving, 1_700_000_001.0),
+        status.offline(identity, "connection lost", 1_700_000_000.0),
+        status.offline(identity, "shutdown", 1_700_000_002.0),
+    ]
+    return spooled_documents(
+        [Outgoing("edgebox/orin-07/status", d, "status", retain=True) for d in documents]
+    )
+
+
+@pytest.mark.parametrize("name", SCHEMA_NAMES)
+def test_each_schema_is_a_valid_draft_2020_12_schema(name):
+    schema = schema_for(name)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+@pytest.mark.parametrize("kind", EVENT_TYPES, ids=lambda kind: kind.SCHEMA)
+def test_each_event_schema_names_exactly_the_event_fields_plus_schema_seq_and_device(kind):
+    schema = schema_for(kind.SCHEMA)
+    fields = {field.name for field in dataclasses.fields(kind)}
+    assert set(schema["properties"]) == fields | {"schema", "seq", "device"}
+    assert set(schema["required"]) == fields | {"schema", "seq", "device"}
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["schema"]["properties"]["name"] == {"const": kind.SCHEMA}
+
+
+def test_schema_enums_are_the_states_the_code_publishes():
+    def state_enum(name: str) -> list:
+        return schema_for(name)["properties"]["state"]["enum"]
+
+    assert state_enum("edgebox.model_state") == [s.value for s in ModelState]
+    assert state_enum("edgebox.stream_status") == [s.value for s in StreamState]
+    assert state_enum("edgebox.mqtt_link") == list(MqttLinkChanged.STATES)
+    dropped = schema_for("edgebox.spool_dropped")["properties"]["dropped"]
+    assert dropped["propertyNames"]["enum"] == [*DROP_ORDER, "queue"]
+
+
+@pytest.mark.parametrize("index", range(len(one_of_each_event())))
+def test_each_routed_and_spooled_event_matches_its_schema(index):
+    event = one_of_each_event()[index]
+    message = Router(Topics("edgebox", DEVICE), DEVICE, qos=1).route(event)
+    (document,) = spooled_documents([message])
+    assert document["schema"]["name"] == event.SCHEMA
+    validate(document)
+
+
+def test_online_offline_and_last_will_status_documents_match_the_status_schema():
+    online, will, shutdown = status_documents()
+    assert [d["state"] for d in (online, will, shutdown)] == ["online", "offline", "offline"]
+    for document in (online, will, shutdown):
+        validate(document)
+
+
+def test_the_status_schema_refuses_an_online_document_with_an_offline_reason():
+    online = status_documents()[0]
+    with pytest.raises(jsonschema.ValidationError):
+        validate({**online, "reason": "shutdown"})
+
+
+def test_a_payload_missing_its_seq_or_with_an_unknown_field_is_refused():
+    message = Router(Topics("edgebox", DEVICE), DEVICE, qos=1).route(one_of_each_event()[0])
+    (document,) = spooled_documents([message])
+    with pytest.raises(jsonschema.ValidationError, match="'seq' is a required property"):
+        validate({k: v for k, v in document.items() if k != "seq"})
+    with pytest.raises(jsonschema.ValidationError, match="Additional properties"):
+        validate({**document, "extra": 1})
+
+
+def doc_examples() -> list[dict]:
+    text = MQTT_DOC.read_text(encoding="utf-8")
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, re.S)]
+
+
+def test_every_json_example_in_docs_mqtt_md_matches_its_schema():
+    examples = doc_examples()
+    for example in examples:
+        validate(example)
+    assert {e["schema"]["name"] for e in examples} == set(SCHEMA_NAMES)
+    assert {e["state"] for e in examples if e["schema"]["name"] == "edgebox.status"} == {
+        "online",
+        "offline",
+    }
+
+
+def test_docs_mqtt_md_opens_with_the_demo_and_the_subscribe_command():
+    opening = MQTT_DOC.read_text(encoding="utf-8")[:1500]
+    assert "make run" in opening
+    assert "mosquitto_sub -h 127.0.0.1 -p PORT -t 'edgebox/#' -v" in opening
+
+
+class OneModelRegistry:
+    """What ``build_forwarder`` asks of the registry for the status document."""
+
+    def model_names(self) -> list[str]:
+        return ["lane_pipeline"]
+
+    def served_versions(self, name: str) -> dict[int, object]:
+        return {2: object(), 1: object()}
+
+
+def test_every_payload_a_subscriber_receives_from_the_forwarder_matches_its_schema(
+    mosquitto, tmp_path
+):
+    settings = MqttSettings(
+        url=mosquitto.url, device_id=DEVICE, spool_path=tmp_path / "spool.sqlite"
+    )
+    bus = EventBus()
+    forwarder = build_forwarder(
+        settings, bus, OneModelRegistry(), (), lambda: {"demo-road": "running"}
+    )
+    with Subscriber(mosquitto, f"edgebox/{DEVICE}/#") as subscriber:
+        forwarder.start()
+        try:
+            wait_for(lambda: forwarder.stats().state == "connected", what="the link")
+            events = one_of_each_event()
+            for event in events:
+                bus.publish(event)
+            subscriber.wait_for(
+                lambda ms: (
+                    len([m for m in ms if not m.topic.endswith("/status")]) >= len(events) + 1
+                ),
+                what="every event and the link's own 'connected'",
+            )
+        finally:
+            assert forwarder.stop(5.0)
+        subscriber.wait_for(
+            lambda ms: any(b'"offline"' in m.payload for m in ms), what="the offline status"
+        )
+    documents = [json.loads(m.payload) for m in subscriber.messages()]
+    for document in documents:
+        validate(document)
+    names = {d["schema"]["name"] for d in documents}
+    assert names == set(SCHEMA_NAMES)
