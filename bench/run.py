@@ -33,6 +33,7 @@ Then issue 10's transports: HTTP binary and gRPC against the direct call
     python bench/run.py --only isolation      # only python model isolation, about 1.5 minutes
     python bench/run.py --only slowloris      # only the slow-sockets case, under a minute
     python bench/run.py --only transports     # only HTTP vs gRPC, about 2 minutes
+    python bench/run.py --only mqtt           # only MQTT publish cost and spool drain
 
 Exits 1 when a target fails (unless ``--no-fail``). Results also go to
 ``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``, the
@@ -69,6 +70,7 @@ from bench import (  # noqa: E402
     stream_fps,
     transports,
 )
+from bench import mqtt as mqtt_bench  # noqa: E402
 from bench.cpu_time import process_cpu_s  # noqa: E402
 from bench.floors import DirectSession, SocketFloor  # noqa: E402
 from bench.latency import Round, Summary  # noqa: E402
@@ -163,6 +165,7 @@ PARTS = (
     "slowloris",
     "isolation",
     "transports",
+    "mqtt",
 )
 
 
@@ -296,6 +299,11 @@ def main(argv: list[str] | None = None) -> int:
         code = daemon.stop()
         if code != 0:
             print(f"daemon exited with {code}; see {daemon.log_path}", file=sys.stderr)
+    if "mqtt" in parts:
+        print("\nissue 11: MQTT publish cost and spool drain (local mosquitto)", flush=True)
+        figures, found = mqtt_bench.measure(OUT / "mqtt", log=_progress)
+        results["mqtt"] = figures
+        targets += [Target(*t) for t in found]
     if "drops" in parts:
         figures, found = measure_drops(plan)
         results["drops"] = figures

@@ -83,7 +83,7 @@ class MqttSettings:
     """Most megabytes the spool holds; past it the oldest results go first."""
     queue_events: int = 10000
     """Messages waiting between the publishing threads and the MQTT thread
-    (at least 100); past it the oldest results are dropped and counted."""
+    (at least 100); past it the oldest are dropped (whatever their kind) and counted."""
     max_inflight: int = 20
     """Messages sent and not yet acknowledged at once (1..1000)."""
 

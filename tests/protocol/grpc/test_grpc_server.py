@@ -97,7 +97,7 @@ class WaitForCancelDataPlane(HealthyDataPlane):
     def check_servable(self, name: str, version: str = "") -> None:
         pass
 
-    def infer(self, request):
+    def infer(self, request, from_client=False):
         self.entered.set()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
