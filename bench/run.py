@@ -302,8 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     if "mqtt" in parts:
         print("\nissue 11: MQTT publish cost and spool drain (local mosquitto)", flush=True)
         figures, found = mqtt_bench.measure(OUT / "mqtt", log=_progress)
-        results["mqtt"] = figures
-        targets += [Target(*t) for t in found]
+        beside, found_beside = mqtt_bench.measure_http_beside(
+            OUT / "mqtt", OUT / "repository", workloads["add_sub"], 5, 3.0, log=_progress
+        )
+        results["mqtt"] = {**figures, "http_beside_mqtt": beside}
+        targets += [Target(*t) for t in found + found_beside]
     if "drops" in parts:
         figures, found = measure_drops(plan)
         results["drops"] = figures

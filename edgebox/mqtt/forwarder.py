@@ -43,6 +43,14 @@ LOOP_TIMEOUT_S = 0.05
 STATUS_MIN_INTERVAL_S = 1.0
 """A burst of model or stream changes refreshes the status once."""
 BATCH = 512
+COMMIT_INTERVAL_S = 0.025
+"""Events are committed to the spool at most this often (or per ``BATCH``):
+one fsync per event would, at a few thousand results a second, take the
+cores the requests need."""
+STATS_LOG_INTERVAL_S = 60.0
+"""How often the link's figures go to the log, when they changed."""
+IDLE_WAIT_S = 0.25
+"""Longest wait for an event while not connected; bounds how long ``stop`` waits."""
 RECONNECT = Backoff(initial_s=1.0, max_s=60.0)
 RELOGIN = Backoff(initial_s=30.0, max_s=600.0)
 """After a refused login: credentials are fixed by a person, not by retrying."""
@@ -78,6 +86,7 @@ class MqttForwarder:
         backoff: Backoff = RECONNECT,
         refused_backoff: Backoff = RELOGIN,
         connack_timeout_s: float = 10.0,
+        stats_log_interval_s: float = STATS_LOG_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -92,6 +101,7 @@ class MqttForwarder:
         self._backoff = backoff
         self._refused_backoff = refused_backoff
         self._connack_timeout_s = connack_timeout_s
+        self._stats_log_interval_s = stats_log_interval_s
         self._clock = clock
         self._wall = wall
         self.broker = f"{settings.parsed_url.host}:{settings.parsed_url.port}"
@@ -110,17 +120,26 @@ class MqttForwarder:
         self._in_flight: dict[int, int] = {}
         """paho message id -> spool row id."""
         self._early_acks: set[int] = set()
+        self._acked: list[int] = []
+        """Rows acknowledged during ``loop``, deleted together after it."""
+        self._cursor = 0
+        """Highest row sent in order on this connection: the next rows are above it."""
         self._status_dirty = False
         self._last_status = float("-inf")
         self._queue_dropped_seen = 0
         self._unreported: dict[str, int] = {}
         """Queue drops not yet told to subscribers (the spool keeps its own)."""
         self._stop_budget_s = 1.0
+        self._pending: list = []
+        """Events taken from the bus, not yet committed (see COMMIT_INTERVAL_S)."""
+        self._last_commit = float("-inf")
         self._degraded_seen: str | None = None
         self._counts = {"sent": 0, "acknowledged": 0}
         self._dropped: dict[str, int] = {}
         self._state = "starting"
         self._last_stats = float("-inf")
+        self._last_stats_log = clock()
+        self._logged_figures: tuple = ()
 
     # -- the daemon's side --------------------------------------------------------
 
@@ -135,8 +154,8 @@ class MqttForwarder:
         spool for the next start."""
         self._stop_budget_s = max(0.0, timeout_s / 2)
         self._stopping.set()
-        self._subscription.close()
         if self._thread is None:
+            self._subscription.close()
             return True
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
@@ -163,7 +182,11 @@ class MqttForwarder:
 
     def _step(self) -> None:
         wait = 0.0 if self._client is not None else self._idle_wait_s()
-        self._intake(self._subscription.get_batch(BATCH, wait))
+        if self._pending:
+            wait = min(wait, max(0.0, self._last_commit + COMMIT_INTERVAL_S - self._clock()))
+        self._pending += self._subscription.get_batch(BATCH, wait)
+        if len(self._pending) >= BATCH or self._clock() - self._last_commit >= COMMIT_INTERVAL_S:
+            self._commit_pending()
         if self._client is None:
             if self._clock() >= self._next_attempt and not self._stopping.is_set():
                 self._connect()
@@ -173,12 +196,22 @@ class MqttForwarder:
             self._lose(f"no answer to CONNECT within {self._connack_timeout_s:g} s")
         if self._client is not None:
             result = self._client.loop(timeout=LOOP_TIMEOUT_S)
+            self._flush_acks()
             if self._lost_reason is not None or result != mqtt.MQTT_ERR_SUCCESS:
                 self._lose(self._lost_reason or mqtt.error_string(result))
         self._refresh_stats()
 
     def _idle_wait_s(self) -> float:
-        return min(1.0, max(0.0, self._next_attempt - self._clock()))
+        return min(IDLE_WAIT_S, max(0.0, self._next_attempt - self._clock()))
+
+    def _flush_acks(self) -> None:
+        acked, self._acked = self._acked, []
+        self._spool.ack_many(acked)
+
+    def _commit_pending(self) -> None:
+        events, self._pending = self._pending, []
+        self._last_commit = self._clock()
+        self._intake(events)
 
     def _intake(self, events: list) -> None:
         messages: list[Outgoing] = []
@@ -247,6 +280,7 @@ class MqttForwarder:
                 self._refused(str(reason_code))
             return
         self._connected = True
+        self._cursor = 0
         self._attempt = 0
         self._state = "connected"
         log.info("MQTT: connected to %s", self.broker)
@@ -274,7 +308,7 @@ class MqttForwarder:
         if getattr(reason_code, "is_failure", False):
             self._count_drops({"rejected": 1})
             log.warning("MQTT: the broker rejected a message: %s", reason_code)
-        self._spool.ack(row_id)
+        self._acked.append(row_id)
         self._counts["acknowledged"] += 1
 
     def _send_window(self) -> None:
@@ -282,11 +316,12 @@ class MqttForwarder:
         if room <= 0:
             return
         sent = set(self._in_flight.values())
-        for row in self._spool.pending(room + len(sent)):
+        for row in self._spool.pending(room + 1, after_row_id=self._cursor):
             if row.row_id in sent:
                 continue
             if not self._publish(row):
                 return
+            self._cursor = row.row_id
             room -= 1
             if room == 0:
                 return
@@ -351,8 +386,12 @@ class MqttForwarder:
         self._next_attempt = self._clock() + delay
 
     def _finish(self) -> None:
-        """At shutdown: the retained ``offline`` status, acknowledged within
-        the stop budget, then a clean DISCONNECT."""
+        """At shutdown: what is still on the bus committed to the spool, the
+        retained ``offline`` status acknowledged within the stop budget, then
+        a clean DISCONNECT."""
+        self._pending += self._subscription.get_batch(self._settings.queue_events, 0)
+        self._subscription.close()
+        self._commit_pending()
         if self._client is None or not self._connected:
             return
         (row,) = self._spool.append([self._status_message(False, "shutdown")])
@@ -361,6 +400,7 @@ class MqttForwarder:
             while row.row_id in self._in_flight.values() and self._clock() < deadline:
                 if self._client.loop(timeout=LOOP_TIMEOUT_S) != mqtt.MQTT_ERR_SUCCESS:
                     break
+        self._flush_acks()
         self._client.disconnect()
         self._client.loop(timeout=LOOP_TIMEOUT_S)
 
@@ -391,4 +431,30 @@ class MqttForwarder:
             acknowledged=self._counts["acknowledged"],
             dropped={**spool.dropped, **self._dropped},
             degraded=spool.degraded,
+        )
+        if now - self._last_stats_log >= self._stats_log_interval_s:
+            self._last_stats_log = now
+            self._log_stats(self._stats)
+
+    def _log_stats(self, stats: MqttStats) -> None:
+        figures = (stats.state, stats.sent, stats.spool_rows, tuple(stats.dropped.items()))
+        if figures == self._logged_figures:
+            return
+        self._logged_figures = figures
+        oldest = (
+            f", oldest unsent {stats.oldest_unsent_age_s:.0f} s"
+            if stats.oldest_unsent_age_s is not None
+            else ""
+        )
+        log.info(
+            "MQTT: %s (%s); sent %d, acknowledged %d; spool %d messages, %.1f MB%s; dropped %s%s",
+            stats.state,
+            stats.broker,
+            stats.sent,
+            stats.acknowledged,
+            stats.spool_rows,
+            stats.spool_bytes / 1e6,
+            oldest,
+            stats.dropped or "none",
+            f"; memory only: {stats.degraded}" if stats.degraded else "",
         )

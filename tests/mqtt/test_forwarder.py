@@ -27,10 +27,15 @@ def forwarders(tmp_path):
     stopped at teardown."""
     started: list[MqttForwarder] = []
 
-    def start(url: str, paces=None, refused_backoff: Backoff = QUICK, **fields):
-        settings = MqttSettings(
-            url=url, device_id="dev1", spool_path=tmp_path / "spool.sqlite", **fields
-        )
+    def start(
+        url: str,
+        paces=None,
+        refused_backoff: Backoff = QUICK,
+        stats_log_interval_s: float = 60.0,
+        **fields,
+    ):
+        fields.setdefault("spool_path", tmp_path / "spool.sqlite")
+        settings = MqttSettings(url=url, device_id="dev1", **fields)
         bus = EventBus()
         router = Router(Topics("edgebox", "dev1"), "dev1", settings.qos, paces)
         forwarder = MqttForwarder(
@@ -42,6 +47,7 @@ def forwarders(tmp_path):
             backoff=QUICK,
             refused_backoff=refused_backoff,
             connack_timeout_s=0.3,
+            stats_log_interval_s=stats_log_interval_s,
         )
         forwarder.bus = bus
         forwarder.start()
@@ -164,3 +170,70 @@ def test_a_broker_that_never_answers_is_given_up_and_retried(forwarders):
         assert forwarder.stats().state in ("disconnected", "connecting")
         forwarder.bus.publish(result("cam", 1))
         wait_for(lambda: forwarder.stats().spool_rows >= 1, what="the result to be spooled")
+
+
+def test_tls_with_a_client_certificate_connects_and_delivers(tmp_path, forwarders):
+    with MosquittoBroker(tmp_path / "broker", tls=True) as broker:
+        with Subscriber(broker, "edgebox/dev1/events") as subscriber:
+            forwarder = forwarders(
+                broker.url,
+                ca_file=broker.ca_file,
+                cert_file=broker.client_cert_file,
+                key_file=broker.client_key_file,
+            )
+            forwarder.bus.publish(ModelStateChanged("m", 1, "READY"))
+            subscriber.wait_for(
+                lambda ms: any(b"edgebox.model_state" in m.payload for m in ms),
+                what="the event over TLS",
+            )
+        assert broker.url.startswith("mqtts://")
+        assert forwarder.stop(5.0)
+
+
+def test_mqtt_3_1_1_delivers_status_and_events(mosquitto, forwarders):
+    with Subscriber(mosquitto, "edgebox/dev1/#") as subscriber:
+        forwarder = forwarders(mosquitto.url, protocol="3.1.1")
+        forwarder.bus.publish(ModelStateChanged("m", 1, "READY"))
+        subscriber.wait_for(
+            lambda ms: (
+                any(b"edgebox.model_state" in m.payload for m in ms)
+                and any(m.topic == "edgebox/dev1/status" for m in ms)
+            ),
+            what="status and the event over MQTT 3.1.1",
+        )
+
+
+def test_a_spool_that_cannot_be_written_becomes_memory_only_and_says_so(
+    tmp_path, mosquitto, forwarders
+):
+    not_a_folder = tmp_path / "a-file"
+    not_a_folder.write_text("")
+    with Subscriber(mosquitto, "edgebox/dev1/events") as subscriber:
+        forwarder = forwarders(mosquitto.url, spool_path=not_a_folder / "spool.sqlite")
+        forwarder.bus.publish(ModelStateChanged("m", 1, "READY"))
+        degraded = subscriber.wait_for(
+            lambda ms: [
+                json.loads(m.payload) for m in ms if b"edgebox.spool_degraded" in m.payload
+            ],
+            what="the spool_degraded event",
+        )[0]
+        subscriber.wait_for(
+            lambda ms: any(b"edgebox.model_state" in m.payload for m in ms),
+            what="the event, sent from memory",
+        )
+    assert str(not_a_folder) in degraded["reason"]
+    assert forwarder.stats().degraded == degraded["reason"]
+
+
+def test_the_link_figures_are_logged_when_they_change(mosquitto, forwarders, caplog):
+    caplog.set_level(logging.INFO, logger="edgebox.mqtt")
+    forwarder = forwarders(mosquitto.url, stats_log_interval_s=0.05)
+    forwarder.bus.publish(ModelStateChanged("m", 1, "READY"))
+    wait_for(
+        lambda: any("acknowledged 3" in r.getMessage() for r in caplog.records),
+        what="a figures line with the three acknowledged messages",
+    )
+    line = next(r.getMessage() for r in caplog.records if "acknowledged 3" in r.getMessage())
+    assert line.startswith(
+        f"MQTT: connected (127.0.0.1:{mosquitto.port}); sent 3, acknowledged 3; spool 0 messages"
+    )

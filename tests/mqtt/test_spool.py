@@ -253,3 +253,14 @@ def test_file_is_wal_and_every_commit_is_synced(tmp_path: Path) -> None:
     other = sqlite3.connect(path)
     assert other.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     other.close()
+
+
+def test_ack_many_deletes_the_acknowledged_rows_and_their_bytes(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "spool.sqlite", 1 << 20)
+    rows = spool.append([out("t", n=index) for index in range(5)])
+    spool.ack_many([rows[1].row_id, rows[3].row_id, 999])
+    left = spool.pending(10)
+    assert [r.row_id for r in left] == [rows[0].row_id, rows[2].row_id, rows[4].row_id]
+    assert spool.stats().rows == 3
+    assert spool.stats().bytes == sum(len(r.topic) + len(r.payload) for r in left)
+    spool.close()
