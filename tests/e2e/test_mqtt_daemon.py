@@ -3,16 +3,21 @@ that nothing is lost when the broker or the daemon goes away."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import signal
 import sqlite3
 import urllib.request
 
+import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 
 from daemon_process import DaemonProcess, wait_for
 from model_fixtures import add_add_sub, copy_demo_repository
-from mosquitto_broker import Subscriber
+from mosquitto_broker import SilentBroker, Subscriber
+from scripts.demo_broker import free_loopback_port
 
 STREAM = "[{name: road, source: 'synthetic:road', model: lane_pipeline, fps: 10}]"
 
@@ -179,3 +184,95 @@ def test_sigkill_while_the_broker_is_down_loses_nothing_and_reuses_no_seq(tmp_pa
     ]
     offline = ["UNAVAILABLE", "READY"] * 3
     assert any(states[i : i + 6] == offline for i in range(len(states))), states
+
+
+def publishing_add_sub(repository) -> None:
+    model_dir = add_add_sub(repository)
+    config = model_dir / "config.pbtxt"
+    config.write_text(
+        config.read_text() + 'parameters { key: "mqtt_publish" value { string_value: "true" } }\n'
+    )
+
+
+def add_sub_inputs(client_module):
+    a = np.arange(16, dtype=np.float32).reshape(1, 16)
+    b = np.ones((1, 16), dtype=np.float32)
+    inputs = [
+        client_module.InferInput("INPUT0", [1, 16], "FP32"),
+        client_module.InferInput("INPUT1", [1, 16], "FP32"),
+    ]
+    inputs[0].set_data_from_numpy(a)
+    inputs[1].set_data_from_numpy(b)
+    return a, b, inputs
+
+
+def test_an_opted_in_model_publishes_its_http_and_grpc_answers(tmp_path, mosquitto):
+    repository = tmp_path / "models"
+    publishing_add_sub(repository)
+    with (
+        Subscriber(mosquitto, "edgebox/dev/models/#") as subscriber,
+        DaemonProcess(
+            repository, tmp_path / "daemon.log", mqtt_args(mosquitto, tmp_path / "spool")
+        ) as daemon,
+    ):
+        a, b, inputs = add_sub_inputs(httpclient)
+        with httpclient.InferenceServerClient(daemon.url) as client:
+            client.infer("add_sub", inputs, request_id="over-http")
+        _, _, inputs = add_sub_inputs(grpcclient)
+        with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
+            client.infer("add_sub", inputs, request_id="over-grpc")
+        subscriber.wait_for(lambda ms: len(ms) >= 2, what="two model results")
+        documents = [json.loads(m.payload) for m in subscriber.messages()]
+    assert {d["request_id"] for d in documents} == {"over-http", "over-grpc"}
+    for document in documents:
+        assert document["schema"] == {"name": "edgebox.model_result", "version": 1}
+        assert (document["model"], document["model_version"]) == ("add_sub", "1")
+        assert document["outputs"]["OUTPUT0"] == (a + b).tolist()
+        assert document["outputs"]["OUTPUT1"] == (a - b).tolist()
+
+
+def test_a_version_swap_in_poll_mode_is_two_events(tmp_path, mosquitto):
+    repository = tmp_path / "models"
+    add_add_sub(repository)
+    with (
+        Subscriber(mosquitto, "edgebox/dev/events") as subscriber,
+        DaemonProcess(
+            repository,
+            tmp_path / "daemon.log",
+            [*mqtt_args(mosquitto, tmp_path / "spool"), "--repository-poll-secs", "0.2"],
+        ),
+    ):
+        subscriber.wait_for(lambda ms: ms, what="the first events")
+        add_add_sub(repository, versions=(2,))
+
+        def swap(messages):
+            states = [
+                (d["version"], d["state"])
+                for d in (json.loads(m.payload) for m in messages)
+                if d.get("model") == "add_sub"
+            ]
+            return (2, "READY") in states and (1, "UNAVAILABLE") in states and states
+
+        states = subscriber.wait_for(swap, timeout_s=30, what="version 2 ready, version 1 retired")
+    assert states.index((2, "READY")) < states.index((1, "UNAVAILABLE"))
+
+
+@pytest.mark.parametrize("broker", ["down", "silent"])
+def test_a_broker_in_trouble_fails_no_http_request(tmp_path, broker):
+    repository = tmp_path / "models"
+    publishing_add_sub(repository)
+    with SilentBroker() as silent:
+        url = silent.url if broker == "silent" else f"mqtt://127.0.0.1:{free_loopback_port()}"
+        args = ["--mqtt-url", url, "--mqtt-spool-path", str(tmp_path / "spool.sqlite")]
+        with DaemonProcess(repository, tmp_path / "daemon.log", args) as daemon:
+
+            def client_loop(_index: int) -> int:
+                a, b, inputs = add_sub_inputs(httpclient)
+                with httpclient.InferenceServerClient(daemon.url) as client:
+                    for _ in range(100):
+                        result = client.infer("add_sub", inputs)
+                        np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a + b)
+                return 100
+
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                assert sum(pool.map(client_loop, range(4))) == 400

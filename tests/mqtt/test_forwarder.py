@@ -237,3 +237,12 @@ def test_the_link_figures_are_logged_when_they_change(mosquitto, forwarders, cap
     assert line.startswith(
         f"MQTT: connected (127.0.0.1:{mosquitto.port}); sent 3, acknowledged 3; spool 0 messages"
     )
+
+
+def test_the_right_password_logs_in(tmp_path, forwarders):
+    password_file = tmp_path / "password"
+    password_file.write_text("right\n")
+    with MosquittoBroker(tmp_path / "broker", users={"edge": "right"}) as broker:
+        forwarder = forwarders(broker.url, username="edge", password_file=password_file)
+        wait_for(lambda: forwarder.stats().state == "connected", what="the login")
+        assert forwarder.stop(5.0)
