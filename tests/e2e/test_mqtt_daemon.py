@@ -7,6 +7,7 @@ import concurrent.futures
 import json
 import signal
 import sqlite3
+import time
 import urllib.request
 
 import numpy as np
@@ -276,3 +277,55 @@ def test_a_broker_in_trouble_fails_no_http_request(tmp_path, broker):
 
             with concurrent.futures.ThreadPoolExecutor(4) as pool:
                 assert sum(pool.map(client_loop, range(4))) == 400
+
+
+def test_every_result_seq_arrives_in_order_across_a_ten_second_outage(
+    demo_repository, mosquitto, tmp_path
+):
+    spool = tmp_path / "spool.sqlite"
+    topic = "edgebox/dev/streams/road/results"
+
+    def seqs(subscriber: Subscriber) -> list[int]:
+        return [json.loads(m.payload)["seq"] for m in subscriber.messages(topic)]
+
+    def spooled_results() -> int:
+        with sqlite3.connect(spool) as db:
+            return db.execute("SELECT COUNT(*) FROM rows WHERE topic = ?", (topic,)).fetchone()[0]
+
+    with DaemonProcess(
+        demo_repository,
+        tmp_path / "daemon.log",
+        mqtt_args(mosquitto, spool),
+        env={"EDGEBOX_STREAMS": STREAM},
+    ) as daemon:
+        with Subscriber(mosquitto, topic) as before:
+            before.wait_for(lambda ms: len(ms) >= 5, timeout_s=60, what="results before")
+            mosquitto.stop()
+            down_at = time.monotonic()
+            wait_for(
+                lambda: time.monotonic() - down_at >= 10 and spooled_results() >= 20,
+                timeout_s=60,
+                what="ten seconds of results spooled while the broker is down",
+            )
+        # Frozen while the broker restarts, so the subscriber below is in
+        # place before the daemon can reconnect and send its backlog.
+        daemon.process.send_signal(signal.SIGSTOP)
+        try:
+            mosquitto.restart()
+            after = Subscriber(mosquitto, topic).connect()
+        finally:
+            daemon.process.send_signal(signal.SIGCONT)
+        try:
+            after.wait_for(
+                lambda ms: len(ms) >= spooled_results() + 20,
+                timeout_s=60,
+                what="the backlog and new results after the outage",
+            )
+        finally:
+            after.close()
+    seen_before, seen_after = seqs(before), seqs(after)
+    assert seen_before == sorted(seen_before)
+    unique_after = sorted(set(seen_after))
+    assert seen_after == sorted(seen_after), "out of order after the outage"
+    every = sorted(set(seen_before) | set(unique_after))
+    assert every == list(range(every[0], every[-1] + 1)), "a result seq is missing"
