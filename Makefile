@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test lint bench demo-models check clean mosquitto
+.PHONY: run test lint bench demo-models check clean mosquitto web-assets chromium
 
 # Debian's packages, installed only when missing (as root in CI, else sudo);
 # `apt-get update` runs only when a first install attempt fails.
@@ -30,16 +30,28 @@ mosquitto:
 		|| $(call apt_install,mosquitto mosquitto-clients)
 	@command -v openssl >/dev/null 2>&1 || $(call apt_install,openssl)
 
+# uPlot from web/package-lock.json (npm ci) copied into web/static/vendor/;
+# the .deb and wheel carry the copies, so the device needs no node.
+web-assets:
+	@command -v npm >/dev/null 2>&1 || [ -f web/static/vendor/uPlot.iife.min.js ] \
+		|| $(call apt_install,nodejs npm)
+	$(PYTHON) scripts/build_web.py
+
+# The dashboard's browser tests drive Debian's chromium through chromedriver.
+chromium:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 \
+		|| $(call apt_install,chromium chromium-driver)
+
 # etc/demo.yaml adds a synthetic road stream through lane_pipeline: lanes
 # flow in the log with no camera, and to a local mosquitto whose port is
 # printed first. ARGS go to `edgebox serve` and may override it (--config FILE).
-run: demo-models mosquitto
+run: demo-models mosquitto web-assets
 	$(PY) scripts/run_demo.py --repository $(REPO) $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check edgebox tests bench scripts
 
-test: $(STAMP) lint mosquitto
+test: $(STAMP) lint mosquitto web-assets chromium
 	$(PY) -m pytest -q
 
 bench: demo-models
