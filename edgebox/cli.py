@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--grpc-port", default=keep, help="gRPC port (default 8001; 0 = any free port)"
     )
     serve.add_argument(
+        "--metrics-port",
+        default=keep,
+        help="Prometheus metrics port, GET /metrics (default 8002; 0 = any free port)",
+    )
+    serve.add_argument(
         "--grpc-thread-count", default=keep, help="threads doing gRPC requests' work (32)"
     )
     serve.add_argument(

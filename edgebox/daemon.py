@@ -21,6 +21,8 @@ from edgebox.events import EventBus
 from edgebox.lifecycle.limits import LoadLimits, default_max_threads_per_instance
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
+from edgebox.metrics.collector import MetricsCollector
+from edgebox.metrics.server import MetricsServer
 from edgebox.mqtt.bridge import build_forwarder, result_tap
 from edgebox.mqtt.forwarder import MqttForwarder
 from edgebox.protocol.access_policy import AccessPolicy
@@ -110,6 +112,8 @@ class Daemon:
                 settings.mqtt, self.bus, self.registry, settings.streams, self._stream_states
             )
         self.poller: RepositoryPoller | None = None
+        self.metrics: MetricsServer | None = None
+        """Built in ``run``, so it sees every source ``__init__`` made."""
         self._stop = threading.Event()
         self._wake = threading.Event()
         """Set by a stop request or by the end of the initial load."""
@@ -128,6 +132,19 @@ class Daemon:
                 self.mqtt.broker,
                 settings.mqtt.resolved_spool_path,
             )
+        self.metrics = MetricsServer(
+            MetricsCollector(
+                self.dataplane,
+                getattr(self, "telemetry", None),
+                self.streams,
+                self.mqtt,
+                self.bus,
+            ),
+            settings.host,
+            settings.metrics_port,
+        )
+        metrics_port = self.metrics.start()
+        log.info("Metrics service listening on %s:%d", settings.host, metrics_port)
         port = self.http.start()
         log.info("HTTP service listening on %s:%d", settings.host, port)
         log.info("HTTP access: %s", self.access.describe())
@@ -218,6 +235,8 @@ class Daemon:
         self.grpc.begin_stop(max(0.0, deadline - time.monotonic()))
         self.http.stop(max(0.0, deadline - time.monotonic()))
         self.grpc.stop(max(0.0, deadline - time.monotonic()))
+        if self.metrics is not None:
+            self.metrics.stop()
         self.shared_memory.close()
         if not self.manager.unload_all(max(0.0, deadline - time.monotonic())):
             log.warning("exit timeout reached with requests still running; exiting anyway")

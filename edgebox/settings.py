@@ -171,6 +171,9 @@ class Settings:
     grpc_port: int = 8001
     """gRPC port (KServe v2 ``inference.GRPCInferenceService``, as Triton
     serves it); 0 picks a free port and logs it."""
+    metrics_port: int = 8002
+    """Prometheus metrics port (``GET /metrics``, Triton's names where Triton
+    has the metric); 0 picks a free port and logs it."""
     grpc_thread_count: int = 32
     """Threads doing gRPC requests' work (decoding, the model call, encoding):
     a request holds one from the moment it has fully arrived until its answer
@@ -529,6 +532,8 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
         raise fail("grpc_port", f"must be 0..65535, got {settings.grpc_port}")
     if settings.grpc_port and settings.grpc_port == settings.http_port:
         raise fail("grpc_port", f"must differ from http_port, both are {settings.grpc_port}")
+    if not 0 <= settings.metrics_port <= 65535:
+        raise fail("metrics_port", f"must be 0..65535, got {settings.metrics_port}")
     if not 1 <= settings.grpc_thread_count <= 1024:
         raise fail("grpc_thread_count", f"must be 1..1024, got {settings.grpc_thread_count}")
     if settings.grpc_max_concurrent_streams < 1:

@@ -1,5 +1,5 @@
 """Runs the real daemon (``python -m edgebox serve``) as a child process on
-127.0.0.1 for end-to-end tests: binds port 0 for HTTP and gRPC, reads the bound
+127.0.0.1 for end-to-end tests: binds port 0 for HTTP, gRPC and metrics, reads the bound
 ports from the log, waits on ``/v2/health/ready`` against a deadline, and stops
 with SIGTERM."""
 
@@ -18,6 +18,7 @@ from pathlib import Path
 
 _LISTENING = re.compile(r"HTTP service listening on [^\s:]+:(\d+)")
 _GRPC_LISTENING = re.compile(r"GRPC service listening on [^\s:]+:(\d+)")
+_METRICS_LISTENING = re.compile(r"Metrics service listening on [^\s:]+:(\d+)")
 
 
 def wait_for(
@@ -46,6 +47,7 @@ class DaemonProcess:
         self.process: subprocess.Popen | None = None
         self.port = 0
         self.grpc_port = 0
+        self.metrics_port = 0
 
     @property
     def url(self) -> str:
@@ -54,6 +56,10 @@ class DaemonProcess:
     @property
     def grpc_url(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"127.0.0.1:{self.metrics_port}"
 
     def start(self, wait_ready: bool = True) -> DaemonProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **(self.env or {})}
@@ -71,6 +77,8 @@ class DaemonProcess:
             "0",
             "--grpc-port",
             "0",
+            "--metrics-port",
+            "0",
             "--config",
             str(self._empty_config()),
             *self.args,
@@ -87,6 +95,13 @@ class DaemonProcess:
                 lambda: self._bound_port(_GRPC_LISTENING),
                 30,
                 what=f"the daemon to listen for gRPC ({self.log_path})",
+            )
+        )
+        self.metrics_port = int(
+            wait_for(
+                lambda: self._bound_port(_METRICS_LISTENING),
+                30,
+                what=f"the daemon to serve metrics ({self.log_path})",
             )
         )
         if wait_ready:

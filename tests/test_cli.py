@@ -192,6 +192,15 @@ def test_serve_with_a_bad_flag_exits_with_config_status(
     )
 
 
+def test_serve_takes_the_metrics_port_flag(
+    no_settings_from_the_host: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--metrics-port", "-1"]) == EXIT_CONFIG
+    assert capsys.readouterr().err == (
+        "edgebox: setting 'metrics_port' (--metrics-port): must be 0..65535, got -1\n"
+    )
+
+
 def test_serve_has_a_flag_for_each_mqtt_setting(
     no_settings_from_the_host: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

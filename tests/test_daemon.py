@@ -102,6 +102,7 @@ def test_stop_during_a_slow_initial_load_returns_within_the_exit_timeout(tmp_pat
         host="127.0.0.1",
         http_port=0,
         grpc_port=0,
+        metrics_port=0,
         exit_timeout_secs=1,
     )
     daemon = Daemon(settings)

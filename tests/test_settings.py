@@ -257,6 +257,14 @@ def test_out_of_range_grpc_port_names_its_source() -> None:
     )
 
 
+def test_metrics_port_defaults_to_tritons_and_is_range_checked() -> None:
+    assert load_settings({}, environ={}).metrics_port == 8002
+    assert load_settings({"metrics_port": "0"}, environ={}).metrics_port == 0
+    assert settings_error(environ={"EDGEBOX_METRICS_PORT": "65536"}) == (
+        "setting 'metrics_port' (EDGEBOX_METRICS_PORT): must be 0..65535, got 65536"
+    )
+
+
 def test_grpc_port_equal_to_http_port_is_refused() -> None:
     assert settings_error(flags={"http_port": "9000", "grpc_port": "9000"}) == (
         "setting 'grpc_port' (--grpc-port): must differ from http_port, both are 9000"

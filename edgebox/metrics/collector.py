@@ -1,0 +1,354 @@
+"""One prometheus-client collector that reads every figure when scraped:
+the scheduler's statistics snapshots, the repository index, the latest
+telemetry sample, the streams' and the MQTT link's status, the event bus's
+drop count. Nothing is cached or counted twice; a scrape costs the same
+locks a ``/v2/models/stats`` request does.
+
+Triton's inference counters keep Triton's exact series names
+(``nv_inference_request_success{model,version}``). Triton declares them
+``counter``, but prometheus-client renames every counter to ``<name>_total``
+(the OpenMetrics rule), which would break the PromQL of dashboards made for
+Triton; so they are exported untyped under Triton's names, which ``rate()`` and
+``increase()`` treat alike. edgebox's own counters are true counters and so end
+in ``_total``. Failures carry no ``reason`` label: edgebox does not classify
+them as Triton 2.51 does.
+
+On a Jetson the GPU is integrated: its gauges carry ``gpu_uuid="integrated"``
+(it has no NVML UUID), its memory is the shared RAM (what CUDA's
+``cudaMemGetInfo`` reports there), and its power is the INA3221 rail that feeds
+it, shared with other units (``VDD_GPU_SOC`` on AGX Orin, ``VDD_CPU_GPU_CV``
+on Orin Nano), so it overstates the GPU alone. A figure telemetry does not know
+is left out, never exported as 0: a machine without a GPU has no ``nv_gpu_*``.
+Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/metrics.md
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Protocol
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from edgebox.events.stream_status import StreamStatus
+from edgebox.lifecycle.states import ModelState
+from edgebox.log_limiter import LogLimiter
+from edgebox.mqtt.link_stats import MqttStats
+from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
+
+if TYPE_CHECKING:
+    from edgebox.dataplane import DataPlane
+    from edgebox.events import EventBus
+    from edgebox.scheduling.statistics import StatisticsSnapshot
+
+log = logging.getLogger(__name__)
+
+INTEGRATED_GPU_UUID = "integrated"
+"""The ``gpu_uuid`` label of a Jetson's iGPU, stable across boots and devices."""
+
+_TRITON_INFERENCE: tuple[tuple[str, str, Callable[[StatisticsSnapshot], float]], ...] = (
+    (
+        "nv_inference_request_success",
+        "Number of successful inference requests, all batch sizes",
+        lambda c: c.inference_stats.success.count,
+    ),
+    (
+        "nv_inference_request_failure",
+        "Number of failed inference requests, all batch sizes",
+        lambda c: c.inference_stats.fail.count,
+    ),
+    (
+        "nv_inference_count",
+        "Number of inferences performed (does not include cached requests)",
+        lambda c: c.inference_count,
+    ),
+    (
+        "nv_inference_exec_count",
+        "Number of model executions performed (does not include cached requests)",
+        lambda c: c.execution_count,
+    ),
+    (
+        "nv_inference_request_duration_us",
+        "Cumulative inference request duration in microseconds (includes cached requests)",
+        lambda c: c.inference_stats.success.ns // 1000,
+    ),
+    (
+        "nv_inference_queue_duration_us",
+        "Cumulative inference queuing duration in microseconds (includes cached requests)",
+        lambda c: c.inference_stats.queue.ns // 1000,
+    ),
+    (
+        "nv_inference_compute_input_duration_us",
+        "Cumulative compute input duration in microseconds (does not include cached requests)",
+        lambda c: c.inference_stats.compute_input.ns // 1000,
+    ),
+    (
+        "nv_inference_compute_infer_duration_us",
+        "Cumulative compute inference duration in microseconds (does not include cached requests)",
+        lambda c: c.inference_stats.compute_infer.ns // 1000,
+    ),
+    (
+        "nv_inference_compute_output_duration_us",
+        "Cumulative inference compute output duration in microseconds "
+        "(does not include cached requests)",
+        lambda c: c.inference_stats.compute_output.ns // 1000,
+    ),
+)
+
+
+class TelemetrySource(Protocol):
+    """What the telemetry sampler offers: its latest sample (None before the
+    first) and the device it runs on. Called on the scrape's thread."""
+
+    def latest(self) -> TelemetrySample | None: ...
+
+    @property
+    def device(self) -> DeviceInfo: ...
+
+
+class StreamSource(Protocol):
+    def status(self) -> list[StreamStatus]: ...
+
+
+class MqttSource(Protocol):
+    def stats(self) -> MqttStats: ...
+
+
+class MetricsCollector:
+    """Registered in a ``CollectorRegistry``; ``collect`` runs on the metrics
+    server's request threads, possibly two at once, and only reads its
+    sources (each of them thread-safe). A part whose source is None is
+    skipped; a source that raises leaves its part out of that scrape (logged,
+    at most once a minute per part) while the others are still served."""
+
+    def __init__(
+        self,
+        dataplane: DataPlane | None,
+        telemetry: TelemetrySource | None = None,
+        streams: StreamSource | None = None,
+        mqtt: MqttSource | None = None,
+        bus: EventBus | None = None,
+    ) -> None:
+        self._dataplane = dataplane
+        self._telemetry = telemetry
+        self._streams = streams
+        self._mqtt = mqtt
+        self._bus = bus
+        self._log_limiter = LogLimiter(60.0)
+        parts: list[tuple[str, Callable[[], Iterable[Metric]]]] = []
+        if dataplane is not None:
+            parts += [("statistics", self._inference), ("the repository index", self._models)]
+        if telemetry is not None:
+            parts.append(("telemetry", self._telemetry_gauges))
+        if streams is not None:
+            parts.append(("streams", self._stream_metrics))
+        if mqtt is not None:
+            parts.append(("the MQTT link", self._mqtt_metrics))
+        if bus is not None:
+            parts.append(("the event bus", self._bus_metrics))
+        self._parts = parts
+
+    def collect(self) -> Iterator[Metric]:
+        """Every family with at least one series; empty ones are left out."""
+        for part, build in self._parts:
+            try:
+                families = list(build())
+            except Exception as exc:
+                held = self._log_limiter.allow(part)
+                if held is not None:
+                    more = f" ({held} more since)" if held else ""
+                    log.error(
+                        "metrics: reading %s failed; left out of this scrape: %s: %s%s",
+                        part,
+                        type(exc).__name__,
+                        exc,
+                        more,
+                        exc_info=exc,
+                    )
+                continue
+            yield from (family for family in families if family.samples)
+
+    def describe(self) -> list[Metric]:
+        """Nothing: registering must not read the sources (they may not be
+        started yet), and the names vary with what is present."""
+        return []
+
+    # -- parts -------------------------------------------------------------------
+
+    def _inference(self) -> Iterator[Metric]:
+        statistics = self._dataplane.statistics()
+        for name, help_text, value in _TRITON_INFERENCE:
+            family = Metric(name, help_text, "unknown")
+            for entry in statistics:
+                family.add_sample(
+                    name, {"model": entry.name, "version": entry.version}, value(entry.counts)
+                )
+            yield family
+
+    def _models(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "edgebox_model_unavailable",
+            "1 for a model version UNAVAILABLE with a reason (failed load, crashed "
+            "instance, unloaded), 0 otherwise; version is empty for a model that "
+            "failed before any version (see /v2/repository/index for the reason)",
+            labels=["model", "version"],
+        )
+        for entry in self._dataplane.repository_index():
+            if entry.state is None:
+                continue
+            down = entry.state is ModelState.UNAVAILABLE and bool(entry.reason)
+            family.add_metric([entry.name, entry.version or ""], 1 if down else 0)
+        yield family
+
+    def _telemetry_gauges(self) -> Iterator[Metric]:
+        sample = self._telemetry.latest()
+        if sample is None:
+            return
+        yield from _gpu_gauges(sample)
+        if sample.cpu_pct is not None:
+            yield GaugeMetricFamily(
+                "nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]", sample.cpu_pct / 100
+            )
+        if sample.memory_total_bytes is not None:
+            yield GaugeMetricFamily(
+                "nv_cpu_memory_total_bytes",
+                "CPU total memory (RAM), in bytes",
+                sample.memory_total_bytes,
+            )
+        if sample.memory_used_bytes is not None:
+            yield GaugeMetricFamily(
+                "nv_cpu_memory_used_bytes",
+                "CPU used memory (RAM), in bytes",
+                sample.memory_used_bytes,
+            )
+        temperatures = GaugeMetricFamily(
+            "edgebox_temperature_celsius", "Temperature per thermal zone", labels=["zone"]
+        )
+        for zone, celsius in sample.temperatures_c.items():
+            temperatures.add_metric([zone], celsius)
+        yield temperatures
+        rails = GaugeMetricFamily(
+            "edgebox_power_rail_watts", "Power drawn through each monitored rail", labels=["rail"]
+        )
+        for rail, reading in sample.power.items():
+            if reading.power_mw is not None:
+                rails.add_metric([rail], reading.power_mw / 1000)
+        yield rails
+        if sample.total_power_mw is not None:
+            yield GaugeMetricFamily(
+                "edgebox_power_total_watts",
+                "Power drawn by the whole module",
+                sample.total_power_mw / 1000,
+            )
+        online = GaugeMetricFamily(
+            "edgebox_engine_online",
+            "1 while a fixed-function engine (DLA, PVA...) is powered",
+            labels=["engine"],
+        )
+        clocks = GaugeMetricFamily(
+            "edgebox_engine_clock_hz", "Clock of a fixed-function engine", labels=["engine"]
+        )
+        for engine, clock in sample.engines.items():
+            online.add_metric([engine], 1 if clock.online else 0)
+            if clock.freq_mhz is not None:
+                clocks.add_metric([engine], clock.freq_mhz * 1_000_000)
+        yield online
+        yield clocks
+        if sample.emc_pct is not None:
+            yield GaugeMetricFamily(
+                "edgebox_emc_utilization",
+                "External memory controller utilization rate [0.0 - 1.0]",
+                sample.emc_pct / 100,
+            )
+
+    def _stream_metrics(self) -> Iterator[Metric]:
+        statuses = self._streams.status()
+        fps = GaugeMetricFamily(
+            "edgebox_stream_fps", "Results per second over the last seconds", labels=["stream"]
+        )
+        dropped = CounterMetricFamily(
+            "edgebox_stream_frames_dropped",
+            "Frames dropped from the stream's queue (oldest first) while the model was busy",
+            labels=["stream"],
+        )
+        failures = CounterMetricFamily(
+            "edgebox_stream_inference_failures",
+            "Frames that reached the model but produced no result",
+            labels=["stream"],
+        )
+        for status in statuses:
+            fps.add_metric([status.name], status.fps)
+            dropped.add_metric([status.name], status.frames_dropped)
+            failures.add_metric([status.name], status.inference_failures)
+        yield from (fps, dropped, failures)
+
+    def _mqtt_metrics(self) -> Iterator[Metric]:
+        stats = self._mqtt.stats()
+        yield GaugeMetricFamily(
+            "edgebox_mqtt_connected",
+            "1 while the MQTT link to the broker is up",
+            1 if stats.state == "connected" else 0,
+        )
+        yield GaugeMetricFamily(
+            "edgebox_mqtt_spool_messages",
+            "Messages spooled, not yet acknowledged",
+            stats.spool_rows,
+        )
+        yield GaugeMetricFamily(
+            "edgebox_mqtt_spool_bytes", "Bytes of the spooled messages", stats.spool_bytes
+        )
+        yield GaugeMetricFamily(
+            "edgebox_mqtt_oldest_unsent_seconds",
+            "Age of the oldest spooled message not yet sent; 0 when none waits",
+            stats.oldest_unsent_age_s or 0.0,
+        )
+        yield CounterMetricFamily("edgebox_mqtt_sent", "Messages handed to the broker", stats.sent)
+        yield CounterMetricFamily(
+            "edgebox_mqtt_acknowledged", "Messages the broker acknowledged", stats.acknowledged
+        )
+        dropped = CounterMetricFamily(
+            "edgebox_mqtt_dropped",
+            "Messages dropped, per kind: spool cap (result, telemetry, event, status), "
+            "queue (the bus queue overflowed), rejected (the broker refused it)",
+            labels=["kind"],
+        )
+        for kind, count in stats.dropped.items():
+            dropped.add_metric([kind], count)
+        yield dropped
+
+    def _bus_metrics(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(
+            "edgebox_event_drops",
+            "Events the event bus dropped because a subscriber's queue was full",
+            self._bus.dropped_total(),
+        )
+
+
+def _gpu_gauges(sample: TelemetrySample) -> Iterator[Metric]:
+    gpu = sample.gpu
+    if gpu is None:
+        return
+    labels = ["gpu_uuid"]
+    uuid = [INTEGRATED_GPU_UUID]
+
+    def gauge(name: str, help_text: str, value: float | None) -> Iterator[Metric]:
+        if value is not None:
+            family = GaugeMetricFamily(name, help_text, labels=labels)
+            family.add_metric(uuid, value)
+            yield family
+
+    if gpu.load_pct is not None:
+        yield from gauge(
+            "nv_gpu_utilization", "GPU utilization rate [0.0 - 1.0)", gpu.load_pct / 100
+        )
+    if gpu.memory_used_bytes is not None:
+        used, total = gpu.memory_used_bytes, None
+    else:
+        used, total = sample.memory_used_bytes, sample.memory_total_bytes
+    yield from gauge("nv_gpu_memory_total_bytes", "GPU total memory, in bytes", total)
+    yield from gauge("nv_gpu_memory_used_bytes", "GPU used memory, in bytes", used)
+    rail = next(
+        (r for name, r in sample.power.items() if "GPU" in name and r.power_mw is not None), None
+    )
+    if rail is not None:
+        yield from gauge("nv_gpu_power_usage", "GPU power usage in watts", rail.power_mw / 1000)

@@ -1,0 +1,49 @@
+"""The metrics server answers ``GET /metrics`` from its own registry on its
+own port, and gives the port back when stopped."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from edgebox.events import EventBus, ModelStateChanged
+from edgebox.metrics.collector import MetricsCollector
+from edgebox.metrics.server import MetricsServer
+
+
+def test_serves_the_collector_alone_and_frees_its_port_when_stopped():
+    bus = EventBus()
+    subscription = bus.subscribe(ModelStateChanged, max_events=1)
+    for version in range(2):
+        bus.publish(ModelStateChanged("m", version, "READY", ""))
+    server = MetricsServer(MetricsCollector(None, bus=bus), "127.0.0.1", 0)
+    port = server.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            assert reply.status == 200
+            text = reply.read().decode()
+    finally:
+        server.stop()
+    subscription.close()
+
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    # Only edgebox's collector: no process_*/python_* from the global registry.
+    assert list(families) == ["edgebox_event_drops"]
+    assert families["edgebox_event_drops"].samples[0].value == 1
+    with socket.socket() as successor:
+        # What a restarted daemon does; refused while the server still listens.
+        successor.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        successor.bind(("127.0.0.1", port))
+
+
+def test_a_port_in_use_raises_oserror():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        server = MetricsServer(MetricsCollector(None), "127.0.0.1", taken.getsockname()[1])
+        with pytest.raises(OSError):
+            server.start()
+    server.stop()
