@@ -37,6 +37,9 @@ from edgebox.repository.poller import RepositoryPoller
 from edgebox.sd_notify import notify, watchdog_interval_s
 from edgebox.settings import Settings
 from edgebox.streams.manager import StreamManager
+from edgebox.telemetry.sampler import Telemetry
+from edgebox.telemetry.source import open_source
+from edgebox.telemetry.thermal_guard import ThermalGuard
 
 log = logging.getLogger("edgebox")
 
@@ -111,6 +114,17 @@ class Daemon:
             self.mqtt = build_forwarder(
                 settings.mqtt, self.bus, self.registry, settings.streams, self._stream_states
             )
+        telemetry = settings.telemetry
+        self.telemetry = Telemetry(
+            open_source(telemetry.source, telemetry.sysfs_root),
+            interval_s=telemetry.interval_s,
+            history_s=telemetry.history_s,
+            bus=self.bus,
+            thermal=ThermalGuard(
+                telemetry.thermal_warn_c, telemetry.thermal_critical_c, telemetry.hysteresis_c
+            ),
+            mqtt_interval_s=telemetry.mqtt_interval_s if settings.mqtt is not None else 0.0,
+        )
         self.poller: RepositoryPoller | None = None
         self.metrics: MetricsServer | None = None
         """Built in ``run``, so it sees every source ``__init__`` made."""
@@ -132,6 +146,7 @@ class Daemon:
                 self.mqtt.broker,
                 settings.mqtt.resolved_spool_path,
             )
+        self.telemetry.start()
         self.metrics = MetricsServer(
             MetricsCollector(
                 self.dataplane,
@@ -241,6 +256,8 @@ class Daemon:
         if not self.manager.unload_all(max(0.0, deadline - time.monotonic())):
             log.warning("exit timeout reached with requests still running; exiting anyway")
         abandon.cancel()
+        if not self.telemetry.stop(1.0):
+            log.warning("telemetry: a read is still running; not waiting for it")
         if self.mqtt is not None and not self.mqtt.stop(max(1.0, deadline - time.monotonic())):
             log.warning("MQTT: the publisher did not stop in time; unsent messages stay spooled")
         log.info("stopped")

@@ -36,6 +36,7 @@ from edgebox.lifecycle.limits import (
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.protocol.access_policy import parse_restrictions, read_api_key
 from edgebox.streams.source_spec import parse_source
+from edgebox.telemetry.settings import TelemetrySettings
 
 DEFAULT_CONFIG_FILE = Path("/etc/edgebox/edgebox.yaml")
 CONTROL_MODES = ("none", "poll", "explicit")
@@ -232,6 +233,11 @@ class Settings:
     ``mqtt`` value from any layer (the YAML section, even empty,
     ``EDGEBOX_MQTT_<FIELD>``, ``--mqtt-<field>``) turns it on, with the
     defaults for the fields not given."""
+    telemetry: TelemetrySettings = dataclasses.field(default_factory=TelemetrySettings)
+    """Sampling the module's GPU, CPU, memory, temperatures and power
+    (edgebox/telemetry/, docs/configuration.md): on by default; ``telemetry:``
+    in YAML, ``EDGEBOX_TELEMETRY_<FIELD>`` and ``--telemetry-<field>`` set
+    single fields."""
     http_restricted_api: tuple[str, ...] = ()
     """Triton's ``--http-restricted-api`` groups, ``API[,API...]:KEY=VALUE``
     each (repeat the flag for more groups): a request to a listed API needs

@@ -16,6 +16,8 @@ from edgebox.events.mqtt_link import MqttLinkChanged
 from edgebox.events.spool import SpoolDegraded, SpoolDropped
 from edgebox.events.stream_result import StreamLatency, StreamResult
 from edgebox.events.stream_status import StreamState, StreamStatus
+from edgebox.events.telemetry import TelemetrySnapshot
+from edgebox.events.thermal import ThermalChanged
 
 __all__ = [
     "Event",
@@ -30,4 +32,6 @@ __all__ = [
     "StreamState",
     "StreamStatus",
     "Subscription",
+    "TelemetrySnapshot",
+    "ThermalChanged",
 ]

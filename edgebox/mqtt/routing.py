@@ -20,11 +20,20 @@ from edgebox.events import (
     SpoolDropped,
     StreamResult,
     StreamStatus,
+    TelemetrySnapshot,
+    ThermalChanged,
 )
 from edgebox.mqtt.spool import Outgoing
 from edgebox.mqtt.topics import Topics
 
-EVENT_KINDS = (ModelStateChanged, StreamStatus, MqttLinkChanged, SpoolDropped, SpoolDegraded)
+EVENT_KINDS = (
+    ModelStateChanged,
+    StreamStatus,
+    MqttLinkChanged,
+    SpoolDropped,
+    SpoolDegraded,
+    ThermalChanged,
+)
 """Published on ``{prefix}/{device}/events``."""
 STATUS_CHANGES = (ModelStateChanged, StreamStatus)
 """Events after which the retained status document is out of date."""
@@ -71,6 +80,8 @@ class Router:
             return self._message(self.topics.model_results(event.model), event, "result")
         if isinstance(event, EVENT_KINDS):
             return self._message(self.topics.events, event, "event")
+        if isinstance(event, TelemetrySnapshot):
+            return self._message(self.topics.telemetry, event, "telemetry")
         return None
 
     def _message(self, topic: str, event, kind: str) -> Outgoing:

@@ -58,7 +58,9 @@ class TelemetrySample:
     source: str
     """jtop, sysfs or psutil."""
     cpu_pct: float | None
-    cpu_per_core_pct: tuple[float, ...] = ()
+    cpu_per_core_pct: tuple[float | None, ...] = ()
+    """One entry per core, in core order; None for a core that is offline
+    (an nvpmodel mode may switch cores off)."""
     memory_used_bytes: int | None = None
     memory_total_bytes: int | None = None
     gpu: GpuSample | None = None
@@ -71,6 +73,8 @@ class TelemetrySample:
     fan_pct: float | None = None
     nvpmodel: str | None = None
     """The power mode's name, e.g. "MAXN" or "15W"."""
+    nvpmodel_id: int | None = None
+    """The power mode's number (``nvpmodel -q``), known even when its name is not."""
     jetson_clocks: bool | None = None
     engines: dict[str, EngineClock] = field(default_factory=dict)
     """E.g. "DLA0", "DLA1", "PVA0"."""

@@ -20,6 +20,8 @@ from edgebox.events import (
     StreamResult,
     StreamState,
     StreamStatus,
+    TelemetrySnapshot,
+    ThermalChanged,
 )
 
 LATENCY = StreamLatency(capture_ms=2.12345, queue_ms=0.3, inference_ms=18.2, total_ms=21.0004)
@@ -50,6 +52,25 @@ EXAMPLES = {
     MqttLinkChanged: MqttLinkChanged("refused", "mqtt://127.0.0.1:1883", "not authorised", 3.0),
     SpoolDropped: SpoolDropped({"result": 12, "telemetry": 0}, "spool full", timestamp=4.0),
     SpoolDegraded: SpoolDegraded("disk is read-only", timestamp=5.0),
+    ThermalChanged: ThermalChanged("tj", "warn", 85.5, 85.0, timestamp=6.0),
+    TelemetrySnapshot: TelemetrySnapshot(
+        source="sysfs",
+        cpu_pct=12.345,
+        cpu_per_core_pct=(10.0, None),
+        memory_used_bytes=4 << 30,
+        memory_total_bytes=64 << 30,
+        gpu={"load_pct": 52.349, "freq_mhz": 1300.5, "memory_used_bytes": None},
+        emc_pct=None,
+        temperatures_c={"tj": 47.3125},
+        power={"VDD_GPU_SOC": {"voltage_mv": 4992.0, "current_ma": 636.0, "power_mw": 3174.912}},
+        total_power_mw=6743.0,
+        fan_pct=25.9,
+        nvpmodel="MAXN",
+        nvpmodel_id=0,
+        jetson_clocks=None,
+        engines={"DLA0": {"online": True, "freq_mhz": None}},
+        timestamp=7.123456,
+    ),
 }
 
 EXPORTED_EVENTS = sorted(
@@ -93,6 +114,8 @@ def test_schema_names_are_distinct_per_topic_payload():
         "SpoolDropped": "edgebox.spool_dropped",
         "StreamResult": "edgebox.stream_result",
         "StreamStatus": "edgebox.stream_status",
+        "TelemetrySnapshot": "edgebox.telemetry",
+        "ThermalChanged": "edgebox.thermal",
     }
 
 
@@ -108,6 +131,22 @@ def test_stream_result_rounds_latency_to_the_microsecond():
 def test_stream_status_gives_its_state_as_a_value_and_fps_to_two_places():
     document = EXAMPLES[StreamStatus].as_dict()
     assert (document["state"], document["fps"]) == ("reconnecting", 14.99)
+
+
+def test_telemetry_snapshot_rounds_readings_to_two_places_but_not_its_timestamp():
+    document = EXAMPLES[TelemetrySnapshot].as_dict()
+    assert (document["cpu_pct"], document["gpu"]["load_pct"]) == (12.35, 52.35)
+    assert document["temperatures_c"] == {"tj": 47.31}
+    assert document["power"]["VDD_GPU_SOC"]["power_mw"] == 3174.91
+    assert (document["cpu_per_core_pct"], document["timestamp"]) == ([10.0, None], 7.123456)
+
+
+def test_thermal_level_must_be_one_the_guard_reports():
+    with pytest.raises(
+        ValueError,
+        match="ThermalChanged: expected level 'normal', 'warn' or 'critical', got 'hot'",
+    ):
+        ThermalChanged("tj", "hot", 90.0, 85.0)
 
 
 def test_mqtt_link_state_must_be_one_the_outbox_reports():

@@ -30,6 +30,8 @@ from edgebox.events import (
     StreamResult,
     StreamState,
     StreamStatus,
+    TelemetrySnapshot,
+    ThermalChanged,
 )
 from edgebox.lifecycle.states import ModelState
 from edgebox.mqtt import status
@@ -55,6 +57,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     MqttLinkChanged,
     SpoolDropped,
     SpoolDegraded,
+    ThermalChanged,
+    TelemetrySnapshot,
 )
 SCHEMA_NAMES = ("edgebox.status", *(kind.SCHEMA for kind in EVENT_TYPES))
 
@@ -127,6 +131,44 @@ def one_of_each_event() -> list[Event]:
         MqttLinkChanged("refused", "broker.lan:8883", "Bad user name or password"),
         SpoolDropped({"result": 4210, "queue": 3}, "spool full or queue overflowed"),
         SpoolDegraded("spool '/var/lib/edgebox/mqtt/spool.sqlite': append failed: disk full"),
+        ThermalChanged("tj", "warn", 85.5, 85.0),
+        ThermalChanged("gpu", "normal", 79.5, 85.0),
+        TelemetrySnapshot(
+            source="sysfs",
+            cpu_pct=12.5,
+            cpu_per_core_pct=(20.0, 5.0, None, None),
+            memory_used_bytes=4_223_496_192,
+            memory_total_bytes=65_879_896_064,
+            gpu={"load_pct": 52.3, "freq_mhz": 1300.5, "memory_used_bytes": None},
+            emc_pct=None,
+            temperatures_c={"cpu": 47.3, "gpu": 45.7, "tj": 47.3},
+            power={"VDD_GPU_SOC": {"voltage_mv": 4992.0, "current_ma": 636.0, "power_mw": 3174.9}},
+            total_power_mw=3174.9,
+            fan_pct=25.9,
+            nvpmodel="MAXN",
+            nvpmodel_id=0,
+            jetson_clocks=None,
+            engines={"DLA0": {"online": False, "freq_mhz": None}},
+            timestamp=1_700_000_000.0,
+        ),
+        TelemetrySnapshot(
+            source="psutil",
+            cpu_pct=3.1,
+            cpu_per_core_pct=(3.0, 3.2),
+            memory_used_bytes=2_000_000_000,
+            memory_total_bytes=8_000_000_000,
+            gpu=None,
+            emc_pct=None,
+            temperatures_c={},
+            power={},
+            total_power_mw=None,
+            fan_pct=None,
+            nvpmodel=None,
+            nvpmodel_id=None,
+            jetson_clocks=None,
+            engines={},
+            timestamp=1_700_000_001.0,
+        ),
     ]
 
 
@@ -182,6 +224,8 @@ def test_schema_enums_are_the_states_the_code_publishes():
     assert state_enum("edgebox.model_state") == [s.value for s in ModelState]
     assert state_enum("edgebox.stream_status") == [s.value for s in StreamState]
     assert state_enum("edgebox.mqtt_link") == list(MqttLinkChanged.STATES)
+    level = schema_for("edgebox.thermal")["properties"]["level"]["enum"]
+    assert level == list(ThermalChanged.LEVELS)
     dropped = schema_for("edgebox.spool_dropped")["properties"]["dropped"]
     assert dropped["propertyNames"]["enum"] == [*DROP_ORDER, "queue"]
 
