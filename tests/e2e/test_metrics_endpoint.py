@@ -12,6 +12,7 @@ import tritonclient.http as httpclient
 from prometheus_client.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
+from daemon_process import wait_for
 from model_fixtures import add_add_sub, write_model
 
 REQUESTS = 5
@@ -73,6 +74,22 @@ def test_metrics_count_the_requests_made_over_http(daemon):
     assert value(families, "edgebox_model_unavailable", {"model": "broken", "version": ""}) == 1
     assert value(families, "edgebox_model_unavailable", LABELS) == 0
     assert value(families, "edgebox_event_drops") == 0
+
+
+def test_telemetry_metrics_come_from_this_machine(daemon):
+    """This test machine has no GPU: CPU and memory are exported, no nv_gpu_*."""
+    families = wait_for(
+        lambda: (f := scrape(daemon)) and "nv_cpu_utilization" in f and f,
+        15,
+        what="the first telemetry sample on /metrics",
+    )
+
+    assert 0 <= value(families, "nv_cpu_utilization") <= 1
+    assert value(families, "nv_cpu_memory_used_bytes") > 0
+    assert value(families, "nv_cpu_memory_total_bytes") >= value(
+        families, "nv_cpu_memory_used_bytes"
+    )
+    assert not [name for name in families if name.startswith("nv_gpu_")]
 
 
 def test_the_metrics_port_closes_on_shutdown(daemon):
