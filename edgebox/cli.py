@@ -1,5 +1,5 @@
 """Command line: ``edgebox serve``, ``edgebox check``, ``edgebox publish``,
-``edgebox build-engine``, ``edgebox --version``.
+``edgebox build-engine``, ``edgebox passwd``, ``edgebox --version``.
 
 Flags take Triton's names where Triton has the flag (``--model-repository``,
 ``--model-control-mode``, ``--repository-poll-secs``, ``--load-model``,
@@ -203,6 +203,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="config.pbtxt to install with the version (required for a new model)",
     )
 
+    passwd = commands.add_parser(
+        "passwd",
+        help="set the dashboard's admin password (its hash goes into the settings file)",
+    )
+    passwd.add_argument(
+        "--config",
+        type=Path,
+        default=Path("/etc/edgebox/edgebox.yaml"),
+        metavar="FILE",
+        help="settings file to write (default: /etc/edgebox/edgebox.yaml)",
+    )
+    passwd.add_argument(
+        "--stdin", action="store_true", help="read the password from one line of stdin"
+    )
+
     build_engine = commands.add_parser(
         "build-engine",
         help="build a TensorRT engine from an ONNX file on this device and publish it "
@@ -288,6 +303,10 @@ def main(argv: list[str] | None = None) -> int:
         return _publish(args)
     if args.command == "build-engine":
         return _build_engine(args)
+    if args.command == "passwd":
+        from edgebox.dashboard.password_file import passwd
+
+        return passwd(args.config, args.stdin)
     parser.print_help()
     return EXIT_OK
 

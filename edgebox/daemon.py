@@ -15,6 +15,8 @@ import threading
 import time
 
 from edgebox.backends import BackendCatalog
+from edgebox.dashboard.deps import DashboardDeps
+from edgebox.dashboard.server import DashboardServer
 from edgebox.dataplane import DataPlane
 from edgebox.devices import gpu_ids
 from edgebox.events import EventBus
@@ -125,6 +127,22 @@ class Daemon:
             ),
             mqtt_interval_s=telemetry.mqtt_interval_s if settings.mqtt is not None else 0.0,
         )
+        self.dashboard: DashboardServer | None = None
+        if settings.dashboard.enabled:
+            self.dashboard = DashboardServer.build(
+                DashboardDeps(
+                    dataplane=self.dataplane,
+                    registry=self.registry,
+                    bus=self.bus,
+                    control_mode=settings.model_control_mode,
+                    streams=self.streams,
+                    telemetry=getattr(self, "telemetry", None),
+                    mqtt=self.mqtt,
+                    frames=self.streams.latest_frames,
+                ),
+                settings.dashboard,
+                settings.host,
+            )
         self.poller: RepositoryPoller | None = None
         self.metrics: MetricsServer | None = None
         """Built in ``run``, so it sees every source ``__init__`` made."""
@@ -169,6 +187,7 @@ class Daemon:
             self.http.stop(0)
             raise
         log.info("GRPC service listening on %s:%d", settings.host, grpc_port)
+        self._start_dashboard()
         mode = settings.model_control_mode
         loader = threading.Thread(target=self._load_initial, name="initial-load", daemon=True)
         loader.start()
@@ -201,6 +220,25 @@ class Daemon:
         self.shutdown()
         return 0
 
+    def _start_dashboard(self) -> None:
+        """The dashboard is a window on the daemon, not part of serving: a
+        port it cannot bind is logged and the daemon serves without it."""
+        if self.dashboard is None:
+            return
+        settings = self.settings
+        try:
+            port = self.dashboard.start()
+        except OSError as exc:
+            log.error(
+                "Dashboard: cannot listen on %s:%d (%s); serving without the dashboard",
+                settings.host,
+                settings.dashboard.port,
+                exc.strerror or exc,
+            )
+            self.dashboard = None
+            return
+        log.info("Dashboard listening on %s:%d", settings.host, port)
+
     def _load_initial(self) -> None:
         """The initial-load thread: what the control mode loads at start. A
         daemon thread, so a load stuck in a backend cannot keep the process
@@ -232,6 +270,10 @@ class Daemon:
         notify("STOPPING=1")
         deadline = time.monotonic() + self.settings.exit_timeout_secs
         self.manager.stop_loading()
+        if self.dashboard is not None and not self.dashboard.stop(
+            min(2.0, self.settings.exit_timeout_secs / 4)
+        ):
+            log.warning("Dashboard: a request did not finish in time; continuing the shutdown")
         # Streams get at most half the budget, so a camera read that hangs
         # cannot take the time HTTP requests need to finish.
         if not self.streams.stop(self.settings.exit_timeout_secs / 2):

@@ -6,7 +6,8 @@ flags. A bad value or an unknown key stops startup with the setting's name and
 where it came from; nothing falls back silently.
 
 A field whose type is a settings dataclass is a section, parsed generically:
-``X | None`` (``mqtt``) is a mapping, merged field by field across layers
+``X | None`` (``mqtt``, off until given) or ``X`` (``dashboard``, on with its
+defaults) is a mapping, merged field by field across layers
 (``EDGEBOX_MQTT_QOS``, ``--mqtt-qos``), and ``tuple[X, ...]`` (``streams``) is a
 list given whole by one layer. Each field is coerced by its type; the dataclass
 may add ``parse_field(name, raw, coerce)`` (raise ValueError) to read a raw
@@ -27,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from edgebox.dashboard.settings import DashboardSettings
 from edgebox.errors import EdgeboxError
 from edgebox.lifecycle.limits import (
     DEFAULT_MAX_INSTANCES_PER_MODEL,
@@ -233,6 +235,10 @@ class Settings:
     ``mqtt`` value from any layer (the YAML section, even empty,
     ``EDGEBOX_MQTT_<FIELD>``, ``--mqtt-<field>``) turns it on, with the
     defaults for the fields not given."""
+    dashboard: DashboardSettings = dataclasses.field(default_factory=DashboardSettings)
+    """The web dashboard (docs/dashboard.md): on by default, on port 8080;
+    ``dashboard:`` in YAML, ``EDGEBOX_DASHBOARD_<FIELD>`` and
+    ``--dashboard-<field>`` set single fields, the others keep their defaults."""
     telemetry: TelemetrySettings = dataclasses.field(default_factory=TelemetrySettings)
     """Sampling the module's GPU, CPU, memory, temperatures and power
     (edgebox/telemetry/, docs/configuration.md): on by default; ``telemetry:``
@@ -538,6 +544,13 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
         raise fail("grpc_port", f"must be 0..65535, got {settings.grpc_port}")
     if settings.grpc_port and settings.grpc_port == settings.http_port:
         raise fail("grpc_port", f"must differ from http_port, both are {settings.grpc_port}")
+    dashboard = settings.dashboard
+    others = (settings.http_port, settings.grpc_port, settings.metrics_port)
+    if dashboard.enabled and dashboard.port and dashboard.port in others:
+        raise fail(
+            "dashboard.port",
+            f"must differ from http_port, grpc_port and metrics_port, got {dashboard.port}",
+        )
     if not 0 <= settings.metrics_port <= 65535:
         raise fail("metrics_port", f"must be 0..65535, got {settings.metrics_port}")
     if not 1 <= settings.grpc_thread_count <= 1024:

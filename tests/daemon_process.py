@@ -1,7 +1,7 @@
 """Runs the real daemon (``python -m edgebox serve``) as a child process on
-127.0.0.1 for end-to-end tests: binds port 0 for HTTP, gRPC and metrics, reads the bound
-ports from the log, waits on ``/v2/health/ready`` against a deadline, and stops
-with SIGTERM."""
+127.0.0.1 for end-to-end tests: binds port 0 for HTTP, gRPC, metrics and the
+dashboard, reads the bound ports from the log, waits on ``/v2/health/ready``
+against a deadline, and stops with SIGTERM."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pathlib import Path
 _LISTENING = re.compile(r"HTTP service listening on [^\s:]+:(\d+)")
 _GRPC_LISTENING = re.compile(r"GRPC service listening on [^\s:]+:(\d+)")
 _METRICS_LISTENING = re.compile(r"Metrics service listening on [^\s:]+:(\d+)")
+_DASHBOARD_LISTENING = re.compile(r"Dashboard listening on [^\s:]+:(\d+)")
 
 
 def wait_for(
@@ -48,6 +49,7 @@ class DaemonProcess:
         self.port = 0
         self.grpc_port = 0
         self.metrics_port = 0
+        self._dashboard_port = 0
 
     @property
     def url(self) -> str:
@@ -60,6 +62,24 @@ class DaemonProcess:
     @property
     def metrics_url(self) -> str:
         return f"127.0.0.1:{self.metrics_port}"
+
+    @property
+    def dashboard_port(self) -> int:
+        """The dashboard's bound port, from the log (waited for on first use:
+        a daemon started with ``--dashboard-enabled false`` never logs one)."""
+        if not self._dashboard_port:
+            self._dashboard_port = int(
+                wait_for(
+                    lambda: self._bound_port(_DASHBOARD_LISTENING),
+                    30,
+                    what=f"the dashboard to listen ({self.log_path})",
+                )
+            )
+        return self._dashboard_port
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://127.0.0.1:{self.dashboard_port}"
 
     def start(self, wait_ready: bool = True) -> DaemonProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **(self.env or {})}
@@ -79,6 +99,10 @@ class DaemonProcess:
             "0",
             "--metrics-port",
             "0",
+            "--dashboard-port",
+            "0",
+            "--dashboard-session-key-path",
+            str(self.log_path.with_suffix(".session.key")),
             "--config",
             str(self._empty_config()),
             *self.args,

@@ -18,6 +18,7 @@ from edgebox.streams.capture import CapturedFrame
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
 from edgebox.streams.in_order import InOrder
+from edgebox.streams.latest_frames import LatestFrames
 from edgebox.streams.model_input import FrameInput, ModelUnusable, bind_frame_input
 from edgebox.summaries import SummaryError, summarize
 
@@ -63,6 +64,7 @@ class InferenceLoop:
         limiter: LogLimiter,
         stop: threading.Event,
         clock: Callable[[], float] = time.monotonic,
+        latest: LatestFrames | None = None,
     ) -> None:
         self._name = name
         self._model = model
@@ -74,6 +76,7 @@ class InferenceLoop:
         self._limiter = limiter
         self._stop = stop
         self._clock = clock
+        self._latest = latest
         self._frame_input: FrameInput | None = None
         self._window = _Window()
         self._taking = threading.Lock()
@@ -94,6 +97,8 @@ class InferenceLoop:
             with self._order.turn(ticket):
                 if isinstance(outcome, StreamResult):
                     self._publish(outcome)
+                    if self._latest is not None:
+                        self._latest.put(frame.image, outcome)
                 else:
                     self._fail(frame, outcome.reason, outcome.unusable)
 

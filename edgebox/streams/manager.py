@@ -11,6 +11,7 @@ from edgebox.backoff import Backoff
 from edgebox.dataplane import DataPlane
 from edgebox.events import EventBus, StreamStatus
 from edgebox.settings import StreamSettings
+from edgebox.streams.latest_frames import LatestFrames
 from edgebox.streams.source_spec import SourceKind, SourceSpec
 from edgebox.streams.sources import FrameSource, open_source
 from edgebox.streams.stream import Stream
@@ -32,6 +33,8 @@ class StreamManager:
         backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.latest_frames = LatestFrames()
+        """Each stream's latest inferred frame and result (for the dashboard)."""
         self._streams = [
             Stream(
                 config,
@@ -40,6 +43,7 @@ class StreamManager:
                 open_source=open_source,
                 backoff=backoff or Backoff(),
                 clock=clock,
+                latest=self.latest_frames,
             )
             for config in streams
         ]

@@ -17,6 +17,7 @@ from edgebox.streams.capture import CapturedFrame, CaptureLoop
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
 from edgebox.streams.inference import InferenceLoop
+from edgebox.streams.latest_frames import LatestFrames
 from edgebox.streams.source_spec import SourceSpec, parse_source
 from edgebox.streams.sources import FrameSource
 
@@ -45,6 +46,7 @@ class Stream:
         backoff: Backoff,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        latest: LatestFrames | None = None,
     ) -> None:
         self.config = config
         self.spec = parse_source(config.source)
@@ -86,6 +88,7 @@ class Stream:
             self._limiter,
             self._stop,
             clock,
+            latest,
         )
         self._threads = [
             threading.Thread(

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from edgebox.mqtt.settings import MqttSettings
-from edgebox.settings import Settings, load_settings
+from edgebox.settings import SECTIONS, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "etc" / "edgebox.yaml"
@@ -32,7 +32,15 @@ def settings() -> Settings:
 
 def test_loads_into_valid_settings(settings):
     assert isinstance(settings, Settings)
-    assert settings.sources == {name: str(CONFIG) for name in FIELDS}
+    expected = {}
+    for name in FIELDS:
+        if name in SECTIONS:  # a section on by default lists its fields
+            expected |= {
+                f"{name}.{f.name}": str(CONFIG) for f in dataclasses.fields(SECTIONS[name])
+            }
+        else:
+            expected[name] = str(CONFIG)
+    assert settings.sources == expected
 
 
 def test_lists_exactly_the_settings_fields():

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from edgebox import settings as settings_module
+from edgebox.dashboard.settings import DashboardSettings
 from edgebox.settings import Settings, SettingsError, StreamSettings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -238,4 +239,5 @@ def test_demo_config_runs_the_synthetic_road_through_lane_pipeline():
     assert loaded.streams == (
         StreamSettings(name="demo-road", source="synthetic:road", model="lane_pipeline", fps=15),
     )
-    assert dataclasses.replace(loaded, streams=()) == Settings()
+    assert loaded.dashboard == DashboardSettings(anonymous_read=True)
+    assert dataclasses.replace(loaded, streams=(), dashboard=DashboardSettings()) == Settings()

@@ -1,0 +1,116 @@
+"""Who may do what, checked before every request, and the headers on every
+answer (docs/dashboard.md, "Security").
+
+- Every POST carries the session's CSRF token (header ``X-CSRF-Token``, or
+  field ``csrf_token`` from a plain form): else 403.
+- Actions (the API's POSTs) need a logged-in session: else 403.
+- Reads (pages, GET API) need one too unless ``anonymous_read``: a page
+  redirects to the login, the API answers 401.
+- The login page, the session endpoint and static files are always open.
+
+A session is logged in while it names the user and the fingerprint of the
+password hash it logged in with, so a new password (``edgebox passwd`` and a
+restart) ends every older session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from urllib.parse import quote
+
+from flask import Flask, Response, jsonify, redirect, request, session
+
+USER = "admin"
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_FIELD = "csrf_token"
+OPEN_ENDPOINTS = ("auth.login_page", "auth.login", "auth.logout", "api.session", "static")
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; frame-ancestors 'none'"
+)
+
+
+def install_access_rules(app: Flask, fingerprint: str | None, anonymous_read: bool) -> None:
+    """``fingerprint``: of the password hash (``password_fingerprint``), None
+    when no password is set (then nobody is ever logged in)."""
+
+    @app.before_request
+    def check_access() -> Response | None:
+        if request.method == "POST" and not csrf_token_matches():
+            return _refused(403, "missing or wrong CSRF token (header X-CSRF-Token)")
+        endpoint = request.endpoint or ""
+        if endpoint in OPEN_ENDPOINTS or not endpoint:
+            return None
+        if logged_in(fingerprint):
+            return None
+        if request.method == "POST":
+            return _refused(403, "this action needs a login: log in as 'admin' first")
+        if anonymous_read:
+            return None
+        if request.path.startswith("/api/"):
+            return _refused(401, "the dashboard needs a login (POST /login)")
+        return redirect(f"/login?next={quote(request.full_path.rstrip('?'), safe='/?=&')}")
+
+    @app.after_request
+    def security_headers(response: Response) -> Response:
+        headers = response.headers
+        headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+        headers["X-Frame-Options"] = "DENY"
+        headers["X-Content-Type-Options"] = "nosniff"
+        headers["Referrer-Policy"] = "no-referrer"
+        if not request.path.startswith("/static/"):
+            headers["Cache-Control"] = "no-store"
+        return response
+
+
+def password_fingerprint(password_hash: str) -> str:
+    return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
+
+
+def logged_in(fingerprint: str | None) -> bool:
+    return (
+        fingerprint is not None
+        and session.get("user") == USER
+        and hmac.compare_digest(str(session.get("pw", "")), fingerprint)
+    )
+
+
+def current_user(fingerprint: str | None) -> str | None:
+    return USER if logged_in(fingerprint) else None
+
+
+def csrf_token() -> str:
+    """The session's token, made on first use."""
+    token = session.get("csrf")
+    if not token:
+        token = session["csrf"] = secrets.token_urlsafe(32)
+    return token
+
+
+def renew_session(user: str | None, fingerprint: str | None) -> str:
+    """A fresh session (at login and logout): nothing carried over, a new
+    token; returns the token."""
+    session.clear()
+    if user is not None:
+        session["user"] = user
+        session["pw"] = fingerprint
+    return csrf_token()
+
+
+def csrf_token_matches() -> bool:
+    expected = session.get("csrf")
+    sent = request.headers.get(CSRF_HEADER)
+    if sent is None and request.mimetype in (
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+    ):
+        sent = request.form.get(CSRF_FIELD)
+    return bool(expected) and bool(sent) and hmac.compare_digest(str(sent), str(expected))
+
+
+def _refused(status: int, message: str) -> Response:
+    response = jsonify(error=message)
+    response.status_code = status
+    return response

@@ -1,0 +1,151 @@
+"""Blueprint ``api``: the JSON API under ``/api/v1/`` that the pages poll
+(docs/dashboard.md, "JSON API"). Every view reads what the daemon already
+keeps; the model actions call the dataplane's verbs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from flask import Blueprint, Response, jsonify, request
+
+from edgebox import __version__
+from edgebox.dashboard.access import csrf_token, current_user
+from edgebox.dashboard.error_map import status_of
+from edgebox.dashboard.models_view import models_document
+from edgebox.dashboard.overview import device_document
+from edgebox.dashboard.state import state
+from edgebox.errors import EdgeboxError
+from edgebox.lifecycle.states import ModelState
+
+api = Blueprint("api", __name__, url_prefix="/api/v1")
+
+MAX_HISTORY_S = 86400
+
+
+@api.get("/session")
+def session() -> Response:
+    current = state()
+    return jsonify(
+        user=current_user(current.fingerprint),
+        anonymous_read=current.settings.anonymous_read,
+        password_set=current.fingerprint is not None,
+        control_mode=current.deps.control_mode,
+        csrf_token=csrf_token(),
+        edgebox_version=__version__,
+    )
+
+
+@api.get("/overview")
+def overview() -> Response:
+    current = state()
+    deps = current.deps
+    latest = deps.telemetry.latest() if deps.telemetry is not None else None
+    ready = total = 0
+    for versions in _states_by_model(deps.dataplane.repository_index()).values():
+        total += 1
+        ready += ModelState.READY in versions
+    return jsonify(
+        device=device_document(deps.telemetry, latest, current.started_at),
+        telemetry=latest.as_dict() if latest is not None else None,
+        mqtt=dataclasses.asdict(deps.mqtt.stats()) if deps.mqtt is not None else None,
+        models={"ready": ready, "total": total},
+        streams=len(deps.streams.status()) if deps.streams is not None else 0,
+    )
+
+
+@api.get("/telemetry")
+def telemetry() -> Response | tuple:
+    raw = request.args.get("seconds", "900")
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= MAX_HISTORY_S:
+        expected = f"a number of seconds 1..{MAX_HISTORY_S}"
+        return _error(400, f"'seconds': expected {expected}, got {raw!r}")
+    source = state().deps.telemetry
+    if source is None:
+        return jsonify(samples=[], reason="telemetry off")
+    return jsonify(samples=[sample.as_dict() for sample in source.history(seconds)])
+
+
+@api.get("/models")
+def models() -> Response:
+    current = state()
+    deps = current.deps
+    return jsonify(
+        models_document(deps.dataplane, deps.registry, deps.control_mode, current.events.last_error)
+    )
+
+
+@api.post("/models/<name>/load")
+def load(name: str) -> Response | tuple:
+    return _act(name, "load", lambda: state().deps.dataplane.load_model(name))
+
+
+@api.post("/models/<name>/unload")
+def unload(name: str) -> Response | tuple:
+    return _act(name, "unload", lambda: state().deps.dataplane.unload_model(name))
+
+
+@api.post("/models/<name>/rollback")
+def rollback(name: str) -> tuple:
+    return _error(501, "rollback is not implemented yet")
+
+
+@api.get("/streams")
+def streams() -> Response:
+    deps = state().deps
+    listed = []
+    for status in deps.streams.status() if deps.streams is not None else []:
+        latest = deps.frames.get(status.name) if deps.frames is not None else None
+        document = status.as_dict()
+        document["latency"] = latest.result.as_dict()["latency"] if latest is not None else None
+        document["frame_index"] = latest.result.frame_index if latest is not None else None
+        document["frame_url"] = f"/api/v1/streams/{status.name}/frame.jpg"
+        listed.append(document)
+    return jsonify(streams=listed)
+
+
+@api.get("/streams/<name>/frame.jpg")
+def frame(name: str) -> Response | tuple:
+    deps = state().deps
+    names = {s.name for s in deps.streams.status()} if deps.streams is not None else set()
+    if name not in names:
+        return _error(404, f"unknown stream '{name}'")
+    data = state().frames.jpeg(name)
+    if data is None:
+        return _error(404, f"stream '{name}' has no inferred frame yet")
+    response = Response(data, mimetype="image/jpeg")
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@api.get("/events")
+def events() -> Response | tuple:
+    raw = request.args.get("after", "0")
+    try:
+        after = int(raw)
+    except ValueError:
+        return _error(400, f"'after': expected an event id (an integer), got {raw!r}")
+    listed, last_id = state().events.after(after)
+    return jsonify(events=listed, last_id=last_id)
+
+
+def _act(name: str, action: str, call) -> Response | tuple:
+    try:
+        call()
+    except EdgeboxError as exc:
+        return _error(status_of(exc), str(exc))
+    return jsonify(model=name, action=action, state="ok")
+
+
+def _error(status: int, message: str) -> tuple:
+    return jsonify(error=message), status
+
+
+def _states_by_model(index) -> dict[str, set]:
+    states: dict[str, set] = {}
+    for entry in index:
+        states.setdefault(entry.name, set()).add(entry.state)
+    return states

@@ -1,0 +1,73 @@
+"""Blueprint ``auth``: login and logout of the one user, ``admin``, against
+the hash ``edgebox passwd`` wrote; attempts rate-limited per client address."""
+
+from __future__ import annotations
+
+import math
+
+from flask import Blueprint, Response, current_app, jsonify, redirect, render_template, request
+from werkzeug.security import check_password_hash
+
+from edgebox.dashboard.access import USER, password_fingerprint, renew_session
+from edgebox.dashboard.state import state
+
+auth = Blueprint("auth", __name__)
+
+NO_PASSWORD = "no password is set: run 'sudo edgebox passwd' on the device, then restart edgebox"
+WRONG = "wrong user name or password"
+
+
+@auth.get("/login")
+def login_page() -> str:
+    return render_template("login.html", error=None, next=_next_page())
+
+
+@auth.post("/login")
+def login() -> Response | tuple:
+    settings = state().settings
+    wait_s = state().logins.attempt(request.remote_addr or "")
+    if wait_s is not None:
+        response = _answer(
+            429, f"too many login attempts from this address; try again in {math.ceil(wait_s)} s"
+        )
+        response.headers["Retry-After"] = str(math.ceil(wait_s))
+        return response
+    form = (request.get_json(silent=True) or {}) if request.is_json else request.form
+    user = str(form.get("username") or USER)
+    password = str(form.get("password") or "")
+    if not settings.password_hash:
+        return _answer(401, NO_PASSWORD)
+    if user != USER or not check_password_hash(settings.password_hash, password):
+        current_app.logger.warning("Dashboard: login refused from %s", request.remote_addr)
+        return _answer(401, WRONG)
+    token = renew_session(USER, password_fingerprint(settings.password_hash))
+    if request.is_json:
+        return jsonify(user=USER, csrf_token=token)
+    return redirect(_next_page(), code=303)
+
+
+@auth.post("/logout")
+def logout() -> Response:
+    token = renew_session(None, None)
+    if request.is_json:
+        return jsonify(user=None, csrf_token=token)
+    return redirect("/", code=303)
+
+
+def _answer(status: int, message: str) -> Response:
+    if request.is_json:
+        response = jsonify(error=message)
+    else:
+        response = current_app.make_response(
+            render_template("login.html", error=message, next=_next_page())
+        )
+    response.status_code = status
+    return response
+
+
+def _next_page() -> str:
+    """Where to go after the login: a path on this site, never elsewhere."""
+    target = request.values.get("next", "/")
+    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
