@@ -10,6 +10,7 @@ from pathlib import Path
 
 from daemon_process import wait_for
 from edgebox.daemon import Daemon
+from edgebox.dashboard.settings import DashboardSettings
 from edgebox.lifecycle.states import ModelState, VersionStatus
 from edgebox.settings import Settings
 from fakes import blocking_gate
@@ -26,6 +27,21 @@ def receive_until(sock: socket.socket, wanted: str, timeout_s: float = 30) -> li
         except TimeoutError:
             raise AssertionError(f"no {wanted!r} from the daemon; got {messages}") from None
     return messages
+
+
+def local_settings(tmp_path: Path, **overrides) -> Settings:
+    """Loopback, free ports, and the dashboard's session key in the test's
+    folder: nothing of this machine's /var/lib is touched."""
+    dashboard = DashboardSettings(port=0, session_key_path=tmp_path / "session.key")
+    values = dict(
+        model_repository=tmp_path,
+        host="127.0.0.1",
+        http_port=0,
+        grpc_port=0,
+        metrics_port=0,
+        dashboard=dashboard,
+    )
+    return Settings(**{**values, **overrides})
 
 
 def test_notifies_ready_feeds_watchdog_and_says_stopping(tmp_path: Path, start_daemon):
@@ -50,7 +66,7 @@ def test_notifies_ready_feeds_watchdog_and_says_stopping(tmp_path: Path, start_d
 
 def test_watchdog_health_follows_the_accept_loop(tmp_path: Path):
     add_add_sub(tmp_path)
-    daemon = Daemon(Settings(model_repository=tmp_path, host="127.0.0.1", http_port=0, grpc_port=0))
+    daemon = Daemon(local_settings(tmp_path))
     assert not daemon.healthy()
     daemon.http.start()
     daemon.grpc.start()
@@ -62,7 +78,7 @@ def test_watchdog_health_follows_the_accept_loop(tmp_path: Path):
 
 def test_watchdog_health_follows_the_grpc_server(tmp_path: Path):
     add_add_sub(tmp_path)
-    daemon = Daemon(Settings(model_repository=tmp_path, host="127.0.0.1", http_port=0, grpc_port=0))
+    daemon = Daemon(local_settings(tmp_path))
     daemon.http.start()
     daemon.grpc.start()
     assert daemon.healthy()
@@ -96,15 +112,7 @@ def test_stop_during_a_slow_initial_load_returns_within_the_exit_timeout(tmp_pat
     write_model(
         tmp_path, "slow", PYTHON_XY_CONFIG.format(name="slow"), {"1/model.py": SLOW_INITIALIZE}
     )
-    settings = Settings(
-        model_repository=tmp_path,
-        model_control_mode="none",
-        host="127.0.0.1",
-        http_port=0,
-        grpc_port=0,
-        metrics_port=0,
-        exit_timeout_secs=1,
-    )
+    settings = local_settings(tmp_path, model_control_mode="none", exit_timeout_secs=1)
     daemon = Daemon(settings)
     result: dict = {}
     runner = threading.Thread(target=lambda: result.update(code=daemon.run()), name="daemon")
