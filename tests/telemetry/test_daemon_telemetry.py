@@ -20,7 +20,9 @@ def local_settings(repository: Path, telemetry: TelemetrySettings) -> Settings:
     if "metrics_port" in fields:
         extra["metrics_port"] = 0
     if "dashboard" in fields:
-        extra["dashboard"] = dataclasses.replace(Settings().dashboard, port=0)
+        extra["dashboard"] = dataclasses.replace(
+            Settings().dashboard, port=0, session_key_path=repository / "session.key"
+        )
     return Settings(
         model_repository=repository,
         host="127.0.0.1",
