@@ -34,6 +34,7 @@ Then issue 10's transports: HTTP binary and gRPC against the direct call
     python bench/run.py --only slowloris      # only the slow-sockets case, under a minute
     python bench/run.py --only transports     # only HTTP vs gRPC, about 2 minutes
     python bench/run.py --only mqtt           # only MQTT publish cost and spool drain
+    python bench/run.py --only observers      # only lane c=8 with dashboard and metrics watching
 
 Exits 1 when a target fails (unless ``--no-fail``). Results also go to
 ``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``, the
@@ -65,6 +66,7 @@ from bench import (  # noqa: E402
     batching,
     drops,
     isolation,
+    observers,
     server_choice,
     slowloris,
     stream_fps,
@@ -166,6 +168,7 @@ PARTS = (
     "isolation",
     "transports",
     "mqtt",
+    "observers",
 )
 
 
@@ -307,6 +310,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         results["mqtt"] = {**figures, "http_beside_mqtt": beside}
         targets += [Target(*t) for t in found + found_beside]
+    if "observers" in parts:
+        print("\nissue 12: lane c=8 with the dashboard and Prometheus watching", flush=True)
+        figures, found = observers.measure(
+            OUT / "observers", OUT / "repository", workloads["lane"], 6, 4.0, log=_progress
+        )
+        results["observers"] = figures
+        targets += [Target(*t) for t in found]
     if "drops" in parts:
         figures, found = measure_drops(plan)
         results["drops"] = figures
