@@ -1,0 +1,102 @@
+"""A headless Chromium for the dashboard tests: Debian's ``chromium`` driven by
+its ``chromedriver`` through Selenium (``make test`` installs both when
+missing), a 1280x900 window, and screenshots saved under ``tests/artifacts/``
+(git-ignored) for a person to look at after a run.
+
+The browser runs with a throwaway profile and no network beyond what the page
+asks for, which in these tests is only 127.0.0.1. Selenium Manager is never
+asked to download a driver: the paths are Debian's, and a missing one is a
+test failure that names the package to install.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.remote.webdriver import WebDriver
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+WINDOW = (1280, 900)
+
+
+def missing_browser() -> str | None:
+    """Why the browser cannot start, or None when Debian's packages are installed."""
+    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+        if not path.exists():
+            return f"'{path}' is missing: sudo apt-get install {package} (make test does this)"
+    return None
+
+
+@contextmanager
+def headless_chromium(log_path: Path | None = None) -> Iterator[WebDriver]:
+    """Yields a started driver and quits it afterwards, whatever the test did.
+
+    ``log_path`` receives chromedriver's log, useful when the browser fails to
+    start (a sandbox or shared-memory problem in a container)."""
+    problem = missing_browser()
+    if problem:
+        raise AssertionError(problem)
+    profile = tempfile.mkdtemp(prefix="edgebox-chromium-")
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for argument in (
+        "--headless=new",
+        f"--window-size={WINDOW[0]},{WINDOW[1]}",
+        # Containers and root users have no usable sandbox; the pages are our own.
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-extensions",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(
+        executable_path=str(CHROMEDRIVER),
+        log_output=str(log_path) if log_path else None,
+    )
+    driver = webdriver.Chrome(options=options, service=service)
+    try:
+        driver.set_window_size(*WINDOW)
+        # The window includes the (invisible) browser frame: pin the page's own
+        # viewport so screenshots are exactly WINDOW.
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": WINDOW[0], "height": WINDOW[1], "deviceScaleFactor": 1, "mobile": False},
+        )
+        driver.set_page_load_timeout(30)
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def screenshot(driver: WebDriver, name: str) -> Path:
+    """Saves the viewport as ``tests/artifacts/<name>.png`` and returns the path."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+    path = ARTIFACTS / f"{safe}.png"
+    driver.save_screenshot(str(path))
+    return path
+
+
+def console_errors(driver: WebDriver) -> list[str]:
+    """The page's console messages at SEVERE level since the last call (script
+    errors, CSP refusals, failed fetches), for tests that pin a clean console."""
+    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]

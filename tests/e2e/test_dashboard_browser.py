@@ -1,0 +1,286 @@
+"""The dashboard in a real headless Chromium against the real daemon: the demo
+repository in explicit mode with every model loaded, the synthetic road stream,
+anonymous reading on and an ``admin`` password set. Screenshots of every page
+land in ``tests/artifacts/`` (docs/dashboard.png is a copy of the overview's).
+
+One daemon and one browser serve the whole module: each starts in seconds on
+a two-core machine. A test that needs to be anonymous deletes the cookies
+first; the one that unloads a model loads it again."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+from dashboard.browser import console_errors, headless_chromium, screenshot
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from werkzeug.security import generate_password_hash
+
+from daemon_process import DaemonProcess, wait_for
+from model_fixtures import copy_demo_repository
+
+STREAM = "[{name: road, source: 'synthetic:road', model: lane_pipeline, fps: 10}]"
+PASSWORD = "correct horse battery"
+UNKNOWN = "\u2013"
+"""The en dash the pages show for a value not known yet."""
+_DASHBOARD_LISTENING = re.compile(r"Dashboard listening on [^\s:]+:(\d+)")
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("dashboard")
+    repository = copy_demo_repository(folder / "models")
+    config = folder / "dashboard.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "dashboard": {
+                    "anonymous_read": True,
+                    "password_hash": generate_password_hash(PASSWORD),
+                    "session_key_path": str(folder / "session.key"),
+                },
+            }
+        )
+    )
+    process = DaemonProcess(
+        repository,
+        folder / "daemon.log",
+        [
+            "--config",
+            str(config),
+            "--dashboard-port",
+            "0",
+            "--model-control-mode",
+            "explicit",
+            "--load-model",
+            "*",
+        ],
+        env={"EDGEBOX_STREAMS": STREAM},
+    )
+    with process:
+        port = wait_for(
+            lambda: _DASHBOARD_LISTENING.search(process.log()),
+            30,
+            what=f"the dashboard to listen ({process.log_path})",
+        ).group(1)
+        process.dashboard = f"http://127.0.0.1:{port}"
+        yield process
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    with headless_chromium(tmp_path_factory.mktemp("chromedriver") / "chromedriver.log") as driver:
+        yield driver
+
+
+@pytest.fixture
+def anonymous(browser):
+    """The browser with no session: cookies from an earlier login are gone."""
+    browser.delete_all_cookies()
+    return browser
+
+
+def texts(driver, selector: str) -> list[str]:
+    """The text of every element matching ``selector``; [] while the page
+    re-renders them under us."""
+    try:
+        return [element.text for element in driver.find_elements(By.CSS_SELECTOR, selector)]
+    except StaleElementReferenceException:
+        return []
+
+
+def chart_points(driver, chart_id: str) -> int:
+    value = driver.find_element(By.CSS_SELECTOR, f"#{chart_id} .chart").get_attribute("data-points")
+    return int(value or 0)
+
+
+def version_state(driver, model: str) -> str | None:
+    states = texts(driver, f'[data-model="{model}"] .versions .version-state')
+    return states[0] if states else None
+
+
+def api_json(daemon: DaemonProcess, path: str) -> dict:
+    with urllib.request.urlopen(f"{daemon.dashboard}{path}", timeout=10) as reply:
+        return json.loads(reply.read())
+
+
+def post_status(opener, url: str, headers: dict | None = None, form: dict | None = None) -> int:
+    data = urllib.parse.urlencode(form).encode() if form is not None else b"{}"
+    request = urllib.request.Request(url, data=data, method="POST", headers=headers or {})
+    try:
+        with opener.open(request, timeout=30) as reply:
+            return reply.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_overview_shows_the_demo_models_and_charts_that_grow(daemon, anonymous):
+    anonymous.get(f"{daemon.dashboard}/")
+    names = wait_for(
+        lambda: (
+            {"lane_pipeline", "lane_detector", "add_sub"}
+            <= set(texts(anonymous, "#model-names [data-model] a"))
+        ),
+        30,
+        what="the demo models on the overview",
+    )
+    assert names
+    first = wait_for(lambda: chart_points(anonymous, "chart-cpu"), 30, what="a CPU chart with data")
+    wait_for(
+        lambda: chart_points(anonymous, "chart-cpu") > first,
+        30,
+        what=f"the CPU chart to grow past {first} points",
+    )
+    for chart in ("chart-cpu", "chart-memory", "chart-temperatures", "chart-power", "chart-gpu"):
+        assert anonymous.find_elements(By.CSS_SELECTOR, f"#{chart} .uplot canvas"), chart
+    latest = api_json(daemon, "/api/v1/telemetry?seconds=5")["samples"][-1]
+    gpu_note = anonymous.find_element(By.CSS_SELECTOR, "#chart-gpu .chart-note").text
+    assert gpu_note == ("no GPU" if latest["gpu"] is None else "")
+    assert anonymous.find_element(By.ID, "streams-count").text == "1"
+    assert texts(anonymous, "#device-model") not in ([], [""], [UNKNOWN])
+    screenshot(anonymous, "overview")
+    assert console_errors(anonymous) == []
+
+
+def test_streams_page_shows_the_latest_frame_and_refreshes_it(daemon, anonymous):
+    anonymous.get(f"{daemon.dashboard}/streams")
+    image = '[data-stream="road"] img.frame-image'
+    wait_for(
+        lambda: anonymous.execute_script(
+            f"const i = document.querySelector('{image}'); return i && i.complete && i.naturalWidth;"
+        ),
+        30,
+        what="a decoded frame of stream 'road'",
+    )
+    first = anonymous.find_element(By.CSS_SELECTOR, image).get_attribute("src")
+    wait_for(
+        lambda: anonymous.find_element(By.CSS_SELECTOR, image).get_attribute("src") != first,
+        10,
+        what="the frame to be asked for again",
+    )
+    wait_for(
+        lambda: texts(anonymous, '[data-stream="road"] .stream-state') == ["running"],
+        30,
+        what="stream 'road' shown running",
+    )
+    wait_for(
+        lambda: (
+            texts(anonymous, '[data-stream="road"] [data-latency="inference"]')
+            not in ([], [f"{UNKNOWN} ms"])
+        ),
+        30,
+        what="the latency breakdown of stream 'road'",
+    )
+    screenshot(anonymous, "streams")
+    assert console_errors(anonymous) == []
+
+
+def test_events_page_lists_model_events_newest_first(daemon, anonymous):
+    anonymous.get(f"{daemon.dashboard}/events")
+    wait_for(
+        lambda: anonymous.find_elements(By.CSS_SELECTOR, 'tr[data-schema="edgebox.model_state"]'),
+        30,
+        what="model events on the events page",
+    )
+    rows = anonymous.find_elements(By.CSS_SELECTOR, "#events tr")
+    ids = [int(row.get_attribute("data-id")) for row in rows]
+    assert ids == sorted(ids, reverse=True)
+    details = " ".join(texts(anonymous, 'tr[data-schema="edgebox.model_state"] .details'))
+    assert "lane_detector" in details
+    assert "READY" in details
+    screenshot(anonymous, "events")
+
+
+def test_wrong_password_is_refused(daemon, anonymous):
+    anonymous.get(f"{daemon.dashboard}/login")
+    anonymous.find_element(By.ID, "username").send_keys("admin")
+    anonymous.find_element(By.ID, "password").send_keys("not the password")
+    anonymous.find_element(By.ID, "login-submit").click()
+    error = wait_for(lambda: texts(anonymous, "#login-error"), 10, what="the login error")
+    assert error == ["wrong user name or password"]
+    assert anonymous.find_element(By.TAG_NAME, "body").get_attribute("data-logged-in") == "false"
+    screenshot(anonymous, "login-refused")
+
+
+def test_unload_without_login_is_refused(daemon):
+    opener = urllib.request.build_opener()
+    status = post_status(opener, f"{daemon.dashboard}/api/v1/models/add_sub/unload")
+    assert status in (401, 403)
+    models = {m["name"]: m for m in api_json(daemon, "/api/v1/models")["models"]}
+    assert [v["state"] for v in models["add_sub"]["versions"]] == ["READY"]
+
+
+def logged_in_opener(daemon: DaemonProcess) -> tuple[urllib.request.OpenerDirector, str]:
+    """A cookie-keeping client logged in as admin, and its CSRF token."""
+    opener = urllib.request.build_opener(
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+    )
+
+    def csrf_token() -> str:
+        with opener.open(f"{daemon.dashboard}/login", timeout=10) as reply:
+            page = reply.read().decode()
+        return re.search(r'<meta name="csrf-token" content="([^"]+)"', page).group(1)
+
+    status = post_status(
+        opener,
+        f"{daemon.dashboard}/login",
+        form={"username": "admin", "password": PASSWORD, "csrf_token": csrf_token()},
+    )
+    assert status == 200  # the redirect after a login, followed
+    return opener, csrf_token()
+
+
+def test_post_without_csrf_token_is_refused(daemon):
+    opener, token = logged_in_opener(daemon)
+    url = f"{daemon.dashboard}/api/v1/models/add_sub/unload"
+    assert post_status(opener, url, headers={"Content-Type": "application/json"}) == 403
+    assert post_status(opener, url, headers={"X-CSRF-Token": "forged"}) == 403
+    load = f"{daemon.dashboard}/api/v1/models/add_sub/load"
+    assert post_status(opener, load, headers={"X-CSRF-Token": token}) == 200
+    models = {m["name"]: m for m in api_json(daemon, "/api/v1/models")["models"]}
+    assert [v["state"] for v in models["add_sub"]["versions"]] == ["READY"]
+
+
+def test_logged_in_unload_button_changes_the_state_shown(daemon, anonymous):
+    browser = anonymous
+    browser.get(f"{daemon.dashboard}/models")
+    wait_for(lambda: version_state(browser, "add_sub") == "READY", 30, what="add_sub READY")
+    assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == []
+
+    browser.get(f"{daemon.dashboard}/login")
+    browser.find_element(By.ID, "username").send_keys("admin")
+    browser.find_element(By.ID, "password").send_keys(PASSWORD)
+    browser.find_element(By.ID, "login-submit").click()
+    wait_for(
+        lambda: browser.find_element(By.TAG_NAME, "body").get_attribute("data-logged-in") == "true",
+        10,
+        what="the page after logging in",
+    )
+    browser.get(f"{daemon.dashboard}/models")
+    unload = '[data-model="add_sub"] button[data-action="unload"]'
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, unload), 30, what="the unload button")
+    browser.find_element(By.CSS_SELECTOR, unload).click()
+    wait_for(
+        lambda: version_state(browser, "add_sub") not in (None, "READY", "UNLOADING"),
+        30,
+        what="add_sub no longer shown READY",
+    )
+    assert version_state(browser, "add_sub") == "UNAVAILABLE"
+    assert texts(browser, '[data-model="add_sub"] .action-error') == []
+    screenshot(browser, "models-unloaded")
+
+    load = '[data-model="add_sub"] button[data-action="load"]'
+    wait_for(
+        lambda: browser.find_elements(By.CSS_SELECTOR, f"{load}:not([disabled])"),
+        10,
+        what="the load button",
+    )
+    browser.find_element(By.CSS_SELECTOR, load).click()
+    wait_for(lambda: version_state(browser, "add_sub") == "READY", 30, what="add_sub READY again")
+    screenshot(browser, "models")

@@ -1,0 +1,179 @@
+// Models: every model with its versions (state, reason, device, placement
+// notes), its statistics and last error, from /api/v1/models every 2 s. Load
+// and unload buttons appear only for a logged-in user when the daemon runs in
+// explicit model-control mode; a refused action shows the server's error text
+// in the model's card until the next action.
+"use strict";
+
+(() => {
+  const { el, replaceChildren, getJSON, postJSON, poll, loggedIn, known, number, stateTag } = window.edgebox;
+
+  const POLL_MS = 2000;
+  const actionErrors = new Map();
+  const pending = new Set();
+  let controlMode = "none";
+
+  // docs/dashboard.md, GET /api/v1/models: Triton's statistics summed over
+  // the served versions; times in microseconds, null before the first request.
+  const STATS = [
+    ["requests_success", "requests", (v) => String(v)],
+    ["requests_failure", "failures", (v) => String(v)],
+    ["inference_count", "inferences", (v) => String(v)],
+    ["execution_count", "executions", (v) => String(v)],
+    ["mean_request_us", "mean request", (v) => `${number(v / 1000, 2)} ms`],
+    ["mean_queue_us", "mean queue", (v) => `${number(v / 1000, 2)} ms`],
+    ["mean_compute_infer_us", "mean compute", (v) => `${number(v / 1000, 2)} ms`],
+    ["p50_us", "p50", (v) => `${number(v / 1000, 2)} ms`],
+    ["p99_us", "p99", (v) => `${number(v / 1000, 2)} ms`],
+    ["batch_sizes", "batch sizes", (v) => batchSizes(v)],
+    ["last_inference_ms", "last inference", (v) => (v ? new Date(v).toLocaleTimeString([], { hour12: false }) : "never")],
+  ];
+
+  function batchSizes(value) {
+    if (!Array.isArray(value) || !value.length) return "–";
+    return value.map((b) => `${b.batch_size} \u00d7 ${b.executions}`).join(", ");
+  }
+
+  function genericValue(value) {
+    if (typeof value === "number") return Number.isInteger(value) ? String(value) : number(value, 2);
+    if (typeof value === "object") return JSON.stringify(value);
+    return String(value);
+  }
+
+  function statsList(stats) {
+    const given = stats || {};
+    // p50/p99 stay null until the statistics keep a histogram: not worth a "–" each.
+    const shown = STATS.filter(([key]) => key in given && !(key.startsWith("p") && !known(given[key]))).map(([key, label, format]) => [key, label, known(given[key]) ? format(given[key]) : "–"]);
+    const knownKeys = new Set(STATS.map(([key]) => key));
+    const others = Object.entries(given)
+      .filter(([key]) => !knownKeys.has(key))
+      .map(([key, value]) => [key, key.replace(/_/g, " "), known(value) ? genericValue(value) : "–"]);
+    const rows = shown.concat(others);
+    if (!rows.length) return el("p", { class: "subtle" }, ["No statistics yet."]);
+    return el(
+      "dl",
+      { class: "stats" },
+      rows.flatMap(([key, label, text]) => [el("dt", {}, [label]), el("dd", { dataset: { stat: key } }, [text])]),
+    );
+  }
+
+  function versionsTable(model) {
+    const versions = model.versions || [];
+    const rows = versions.length
+      ? versions.map((version) =>
+          el("tr", { dataset: { version: String(version.version ?? "") } }, [
+            el("td", {}, [known(version.version) ? String(version.version) : "–"]),
+            el("td", { class: "version-state" }, [stateTag(version.state)]),
+            el("td", { class: "reason" }, [version.reason || ""]),
+            el("td", {}, [version.device || "–"]),
+            el("td", { class: "notes" }, [notesText(version.notes)]),
+          ]),
+        )
+      : [el("tr", {}, [el("td", { colspan: "5", class: "subtle" }, ["No versions found."])])];
+    return el("table", { class: "grid versions" }, [
+      el("thead", {}, [el("tr", {}, ["Version", "State", "Reason", "Device", "Notes"].map((h) => el("th", {}, [h])))]),
+      el("tbody", {}, rows),
+    ]);
+  }
+
+  function notesText(notes) {
+    if (!known(notes) || notes === "") return "";
+    if (Array.isArray(notes)) return notes.join("; ");
+    if (typeof notes === "object") return Object.entries(notes).map(([k, v]) => `${k}: ${v}`).join("; ");
+    return String(notes);
+  }
+
+  async function act(name, action) {
+    pending.add(name);
+    actionErrors.delete(name);
+    render(lastAnswer);
+    try {
+      await postJSON(`/api/v1/models/${encodeURIComponent(name)}/${action}`);
+    } catch (error) {
+      actionErrors.set(name, `${action} '${name}' failed: ${error.message}`);
+    } finally {
+      pending.delete(name);
+    }
+    await refresh();
+  }
+
+  function actions(model) {
+    if (!loggedIn() || controlMode !== "explicit") return null;
+    const ready = (model.versions || []).some((version) => version.state === "READY");
+    const busy = pending.has(model.name);
+    return el("div", { class: "actions" }, [
+      el("button", {
+        type: "button", class: "load", disabled: busy, dataset: { action: "load", model: model.name },
+        onclick: () => act(model.name, "load"),
+      }, [ready ? "Reload" : "Load"]),
+      el("button", {
+        type: "button", class: "unload", disabled: busy || !ready, dataset: { action: "unload", model: model.name },
+        onclick: () => act(model.name, "unload"),
+      }, ["Unload"]),
+    ]);
+  }
+
+  // Cards are kept per model and their parts rebuilt only when what they show
+  // changed, so a button is not swapped under the pointer by a poll that only
+  // moved the request counters.
+  const cards = new Map();
+
+  function updatePart(entry, part, key, build) {
+    if (entry.keys[part] === key) return;
+    entry.keys[part] = key;
+    replaceChildren(entry[part], [].concat(build()));
+  }
+
+  function modelCard(model) {
+    let entry = cards.get(model.name);
+    if (!entry) {
+      const head = el("header", { class: "model-head" });
+      const status = el("div", { class: "model-status" });
+      const body = el("div", { class: "model-body" });
+      const card = el("article", { class: "card model", id: `model-${model.name}`, dataset: { model: model.name } }, [head, status, body]);
+      entry = { card, head, status, body, keys: {} };
+      cards.set(model.name, entry);
+    }
+    const ready = (model.versions || []).some((version) => version.state === "READY");
+    updatePart(entry, "head", JSON.stringify([model.platform, ready, pending.has(model.name), loggedIn(), controlMode]), () => [
+      el("h2", {}, [model.name]),
+      el("span", { class: "platform" }, [model.platform || ""]),
+      actions(model),
+    ]);
+    const error = actionErrors.get(model.name) || "";
+    updatePart(entry, "status", error, () => (error ? [el("p", { class: "error action-error", role: "alert" }, [error])] : []));
+    updatePart(entry, "body", JSON.stringify([model.versions, model.stats, model.last_error]), () => [
+      versionsTable(model),
+      statsList(model.stats),
+      model.last_error ? el("p", { class: "last-error" }, [el("strong", {}, ["Last error: "]), model.last_error]) : null,
+    ]);
+    return entry.card;
+  }
+
+  let lastAnswer = { models: [] };
+
+  function render(answer) {
+    controlMode = answer.control_mode || "none";
+    document.getElementById("control-mode").textContent = `model control: ${controlMode}`;
+    document.getElementById("login-hint").classList.toggle("hidden", loggedIn() || controlMode !== "explicit");
+    const models = answer.models || [];
+    const list = document.getElementById("models");
+    for (const name of [...cards.keys()]) {
+      if (!models.some((model) => model.name === name)) cards.delete(name);
+    }
+    if (!models.length) {
+      replaceChildren(list, [el("p", { class: "empty" }, ["No models in the repository."])]);
+      return;
+    }
+    const wanted = models.map(modelCard);
+    const same = wanted.length === list.children.length && wanted.every((card, i) => list.children[i] === card);
+    if (!same) replaceChildren(list, wanted);
+  }
+
+  async function refresh() {
+    lastAnswer = await getJSON("/api/v1/models");
+    render(lastAnswer);
+  }
+
+  document.addEventListener("DOMContentLoaded", () => poll(refresh, POLL_MS));
+})();

@@ -1,0 +1,116 @@
+// Streams: per stream its state, fps, drops, failures and where a frame's time
+// went, from /api/v1/streams every 2 s, and its latest frame (lanes drawn by
+// the server) from frame.jpg. Each image asks for the next frame ~500 ms after
+// the previous one arrived or failed, so a slow link never queues requests.
+"use strict";
+
+(() => {
+  const { el, replaceChildren, getJSON, poll, known, number, stateTag } = window.edgebox;
+
+  const POLL_MS = 2000;
+  const FRAME_MS = 500;
+  const cards = new Map();
+
+  function frameUrl(name) {
+    return `/api/v1/streams/${encodeURIComponent(name)}/frame.jpg?t=${Date.now()}`;
+  }
+
+  function startFrames(entry, name) {
+    const image = entry.image;
+    const next = () => {
+      if (!cards.has(name)) return;
+      entry.timer = window.setTimeout(() => { image.src = frameUrl(name); }, FRAME_MS);
+    };
+    image.addEventListener("load", () => {
+      entry.frame.classList.remove("no-frame");
+      entry.frameNote.textContent = "";
+      next();
+    });
+    image.addEventListener("error", () => {
+      entry.frame.classList.add("no-frame");
+      entry.frameNote.textContent = "No frame yet.";
+      next();
+    });
+    image.src = frameUrl(name);
+  }
+
+  function latency(latencyMs) {
+    if (!latencyMs) return el("p", { class: "subtle" }, ["No frame processed yet."]);
+    const parts = [
+      ["capture", latencyMs.capture_ms],
+      ["queue", latencyMs.queue_ms],
+      ["inference", latencyMs.inference_ms],
+    ];
+    const total = known(latencyMs.total_ms) ? latencyMs.total_ms : parts.reduce((sum, [, v]) => sum + (v || 0), 0);
+    const bar = el("div", { class: "latency-bar", title: `total ${number(total, 1)} ms` },
+      parts.map(([name, value]) => {
+        const segment = el("span", { class: `segment segment-${name}` });
+        segment.style.flexGrow = String(Math.max(0, value || 0));
+        return segment;
+      }));
+    return el("div", { class: "latency" }, [
+      bar,
+      el("dl", { class: "facts compact" }, [
+        ...parts.flatMap(([name, value]) => [
+          el("dt", {}, [el("span", { class: `swatch segment-${name}` }), name]),
+          el("dd", { dataset: { latency: name } }, [`${number(value, 1)} ms`]),
+        ]),
+        el("dt", {}, ["total"]),
+        el("dd", { dataset: { latency: "total" } }, [`${number(total, 1)} ms`]),
+      ]),
+    ]);
+  }
+
+  function streamCard(stream) {
+    let entry = cards.get(stream.name);
+    if (!entry) {
+      const image = el("img", { class: "frame-image", alt: `latest frame of ${stream.name}`, width: "640", height: "360" });
+      const frameNote = el("p", { class: "frame-note subtle" }, ["Waiting for a frame…"]);
+      const frame = el("figure", { class: "frame no-frame" }, [image, frameNote]);
+      const details = el("div", { class: "stream-details" });
+      const card = el("article", { class: "card stream", id: `stream-${stream.name}`, dataset: { stream: stream.name } }, [
+        el("h2", {}, [stream.name]),
+        el("div", { class: "stream-body" }, [frame, details]),
+      ]);
+      entry = { card, image, frame, frameNote, details, timer: null };
+      cards.set(stream.name, entry);
+      startFrames(entry, stream.name);
+    }
+    replaceChildren(entry.details, [
+      el("dl", { class: "facts" }, [
+        el("dt", {}, ["State"]), el("dd", { class: "stream-state" }, [stateTag(stream.state)]),
+        stream.reason ? el("dt", {}, ["Reason"]) : null,
+        stream.reason ? el("dd", { class: "reason" }, [stream.reason]) : null,
+        el("dt", {}, ["Source"]), el("dd", {}, [stream.source || "–"]),
+        el("dt", {}, ["Model"]), el("dd", {}, [`${stream.model || "–"}${known(stream.model_version) ? ` v${stream.model_version}` : ""}`]),
+        el("dt", {}, ["FPS"]), el("dd", { class: "fps" }, [number(stream.fps, 1)]),
+        el("dt", {}, ["Frames dropped"]), el("dd", { class: "drops" }, [String(stream.frames_dropped ?? "–")]),
+        el("dt", {}, ["Inference failures"]), el("dd", {}, [String(stream.inference_failures ?? "–")]),
+      ].filter(Boolean)),
+      el("h3", {}, ["Latency per frame"]),
+      latency(stream.latency),
+    ]);
+    return entry.card;
+  }
+
+  async function refresh() {
+    const answer = await getJSON("/api/v1/streams");
+    const streams = answer.streams || [];
+    for (const [name, entry] of [...cards.entries()]) {
+      if (!streams.some((stream) => stream.name === name)) {
+        window.clearTimeout(entry.timer);
+        cards.delete(name);
+      }
+    }
+    const list = document.getElementById("streams");
+    if (!streams.length) {
+      replaceChildren(list, [el("p", { class: "empty" }, ["No streams configured (see docs/streams.md)."])]);
+      return;
+    }
+    const wanted = streams.map(streamCard);
+    const same = wanted.length === list.children.length && wanted.every((card, i) => list.children[i] === card);
+    if (!same) replaceChildren(list, wanted);
+  }
+
+  document.addEventListener("DOMContentLoaded", () => poll(refresh, POLL_MS));
+})();
