@@ -31,13 +31,23 @@ DEMO_CONFIG = Path("etc/demo.yaml")
 
 
 def mqtt_flags(broker_url: str, run_dir: Path) -> list[str]:
-    """The serve flags that point the daemon at the demo broker."""
+    """The serve flags that point the daemon at the demo broker, and keep the
+    daemon's state (spool, the dashboard's session key) in ``run_dir``, which
+    a developer without root can write."""
     return [
         "--mqtt-url",
         broker_url,
         "--mqtt-spool-path",
         str(run_dir / "mqtt-spool.sqlite"),
+        "--dashboard-session-key-path",
+        str(run_dir / "dashboard-session.key"),
     ]
+
+
+DASHBOARD_BANNER = (
+    "Dashboard: http://localhost:8080  (read-only without login in the demo; "
+    "load and unload need a password: docs/dashboard.md, 'edgebox passwd')"
+)
 
 
 def daemon_command(
@@ -122,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         broker.start()
         command = daemon_command(args.repository, broker.url, args.run_dir, extra)
         print(broker_banner(broker), flush=True)
+        print(DASHBOARD_BANNER, flush=True)
         if args.print_only:
             print(shlex.join(command), flush=True)
             return 0

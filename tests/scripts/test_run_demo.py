@@ -42,7 +42,8 @@ def test_print_only_starts_the_broker_and_shows_the_daemon_command(tmp_path):
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    banner, command_line = result.stdout.splitlines()
+    banner, dashboard, command_line = result.stdout.splitlines()
+    assert dashboard.startswith("Dashboard: http://localhost:8080 ")
     port = _BANNER.match(banner).group(1)
     assert _BANNER.match(banner).group(2) == port
     assert shlex.split(command_line)[1:] == [
@@ -57,6 +58,8 @@ def test_print_only_starts_the_broker_and_shows_the_daemon_command(tmp_path):
         f"mqtt://127.0.0.1:{port}",
         "--mqtt-spool-path",
         str(tmp_path / "mqtt-spool.sqlite"),
+        "--dashboard-session-key-path",
+        str(tmp_path / "dashboard-session.key"),
         "--log-verbose",
         "1",
     ]
