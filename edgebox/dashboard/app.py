@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,14 @@ INSTALLED_WEB_ROOT = Path("/usr/share/edgebox/web")
 """Where the .deb puts ``web/`` (debian/rules)."""
 SOURCE_WEB_ROOT = Path(__file__).resolve().parents[2] / "web"
 """``web/`` beside the package in a source tree (``make run``, the tests)."""
+WHEEL_WEB_ROOT = Path(sys.prefix) / "share" / "edgebox" / "web"
+"""Where a wheel's ``data_files`` put ``web/`` (setup.cfg)."""
 MAX_BODY_BYTES = 64 * 1024
 
 
-def find_web_root(candidates: tuple[Path, ...] = (SOURCE_WEB_ROOT, INSTALLED_WEB_ROOT)) -> Path:
+def find_web_root(
+    candidates: tuple[Path, ...] = (SOURCE_WEB_ROOT, WHEEL_WEB_ROOT, INSTALLED_WEB_ROOT),
+) -> Path:
     """The first candidate holding ``templates/``; the source tree's when none
     does (pages then answer 500 naming the missing template)."""
     for candidate in candidates:
