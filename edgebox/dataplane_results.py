@@ -5,7 +5,10 @@ gRPC as ``service_pb2`` messages), so both say the same thing.
 Results are frozen and hold tuples, so a transport may keep or share one
 without a copy. ``model_config`` answers with Triton's ``ModelConfig`` message
 itself: gRPC sends it as is and HTTP prints it as JSON. Statistics are the
-scheduler's snapshots, named after gRPC's ``ModelStatistics`` parts.
+scheduler's snapshots, named after gRPC's ``ModelStatistics`` parts, plus
+what Triton lacks: ``StatisticsSnapshot.request_latency``, a
+``LatencyHistogram`` over ``LATENCY_BUCKET_BOUNDS_US`` whose ``quantile_us``
+gives percentiles within one bucket (25%); no Triton answer carries it.
 Spec: https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md
 """
 
@@ -16,15 +19,19 @@ from dataclasses import dataclass
 from edgebox.lifecycle.states import ModelState
 from edgebox.repository.config import ModelConfig
 from edgebox.scheduling.statistics import (
+    LATENCY_BUCKET_BOUNDS_US,
     InferBatchStatistics,
     InferStatistics,
+    LatencyHistogram,
     StatisticDuration,
     StatisticsSnapshot,
 )
 
 __all__ = [
+    "LATENCY_BUCKET_BOUNDS_US",
     "InferBatchStatistics",
     "InferStatistics",
+    "LatencyHistogram",
     "ModelConfig",
     "ModelMetadata",
     "RepositoryIndexEntry",

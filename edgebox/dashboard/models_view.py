@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from tritonclient.grpc import model_config_pb2
 
-from edgebox.scheduling.statistics import StatisticDuration
+from edgebox.dataplane_results import LatencyHistogram, StatisticDuration
 
 if TYPE_CHECKING:
     from edgebox.dataplane import DataPlane
@@ -91,12 +91,13 @@ def describe_device(config: Any) -> str:
 
 def summed_statistics(snapshots: list) -> dict[str, Any]:
     """Triton's statistics summed over a model's served versions; means are
-    total time over count in microseconds, None before the first request.
-    p50/p99 are None: the counters keep totals, not a histogram."""
+    total time over count in microseconds, None before the first request, as
+    are p50/p99 (from the summed latency histograms: within 25%)."""
     success = _sum(s.inference_stats.success for s in snapshots)
     fail = _sum(s.inference_stats.fail for s in snapshots)
     queue = _sum(s.inference_stats.queue for s in snapshots)
     infer = _sum(s.inference_stats.compute_infer for s in snapshots)
+    latency = LatencyHistogram.combined(s.request_latency for s in snapshots)
     batches: dict[int, int] = {}
     for snapshot in snapshots:
         for batch in snapshot.batch_stats:
@@ -109,8 +110,8 @@ def summed_statistics(snapshots: list) -> dict[str, Any]:
         "mean_request_us": _mean_us(success),
         "mean_queue_us": _mean_us(queue),
         "mean_compute_infer_us": _mean_us(infer),
-        "p50_us": None,
-        "p99_us": None,
+        "p50_us": _rounded(latency.quantile_us(0.5)),
+        "p99_us": _rounded(latency.quantile_us(0.99)),
         "batch_sizes": [
             {"batch_size": size, "executions": count} for size, count in sorted(batches.items())
         ],
@@ -128,3 +129,7 @@ def _sum(durations) -> StatisticDuration:
 
 def _mean_us(duration: StatisticDuration) -> float | None:
     return round(duration.ns / duration.count / 1e3, 1) if duration.count else None
+
+
+def _rounded(us: float | None) -> float | None:
+    return round(us, 1) if us is not None else None

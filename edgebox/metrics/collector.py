@@ -11,7 +11,10 @@ Triton's inference counters keep Triton's exact series names
 Triton; so they are exported untyped under Triton's names, which ``rate()`` and
 ``increase()`` treat alike. edgebox's own counters are true counters and so end
 in ``_total``. Failures carry no ``reason`` label: edgebox does not classify
-them as Triton 2.51 does.
+them as Triton 2.51 does. ``edgebox_request_duration_seconds`` is the
+statistics' latency histogram made cumulative, its ``_sum`` and ``_count``
+the very figures behind ``nv_inference_request_duration_us`` and
+``nv_inference_request_success``, so they agree within one scrape.
 
 On a Jetson the GPU is integrated: its gauges carry ``gpu_uuid="integrated"``
 (it has no NVML UUID), its memory is the shared RAM (what CUDA's
@@ -28,8 +31,15 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.utils import floatToGoString
 
+from edgebox.dataplane_results import LATENCY_BUCKET_BOUNDS_US
 from edgebox.events.stream_status import StreamStatus
 from edgebox.lifecycle.states import ModelState
 from edgebox.log_limiter import LogLimiter
@@ -45,6 +55,12 @@ log = logging.getLogger(__name__)
 
 INTEGRATED_GPU_UUID = "integrated"
 """The ``gpu_uuid`` label of a Jetson's iGPU, stable across boots and devices."""
+
+_LATENCY_LE = (
+    *(floatToGoString(round(us / 1e6, 9)) for us in LATENCY_BUCKET_BOUNDS_US),
+    "+Inf",
+)
+"""``edgebox_request_duration_seconds``' ``le`` labels, the last the overflow."""
 
 _TRITON_INFERENCE: tuple[tuple[str, str, Callable[[StatisticsSnapshot], float]], ...] = (
     (
@@ -184,6 +200,24 @@ class MetricsCollector:
                     name, {"model": entry.name, "version": entry.version}, value(entry.counts)
                 )
             yield family
+        durations = HistogramMetricFamily(
+            "edgebox_request_duration_seconds",
+            "End-to-end duration of successful inference requests in the scheduler, "
+            "the time nv_inference_request_duration_us sums",
+            labels=["model", "version"],
+        )
+        for entry in statistics:
+            cumulative = 0
+            buckets = []
+            for le, count in zip(_LATENCY_LE, entry.counts.request_latency.counts, strict=True):
+                cumulative += count
+                buckets.append((le, cumulative))
+            durations.add_metric(
+                [entry.name, entry.version],
+                buckets,
+                sum_value=entry.counts.inference_stats.success.ns / 1e9,
+            )
+        yield durations
 
     def _models(self) -> Iterator[Metric]:
         family = GaugeMetricFamily(

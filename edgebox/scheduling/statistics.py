@@ -6,6 +6,12 @@ a free instance, ``compute_*`` the instance's work. Any thread may record; one
 lock keeps a snapshot consistent. ``snapshot`` hands out frozen copies named
 after gRPC's ``ModelStatistics`` parts; each transport renders them (HTTP's
 JSON, gRPC's messages), so no wire shape lives here.
+
+Beyond Triton, each version keeps a fixed-bucket histogram of its successful
+requests' durations (the ``success`` phase), so the dashboard and Prometheus
+can give percentiles; Triton's own statistics answers do not carry it.
+Recording costs one ``bisect`` over the bounds, outside the lock, and one
+list-item increment under the lock ``success`` already takes.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/protocol/extension_statistics.md
 """
 
@@ -13,7 +19,65 @@ from __future__ import annotations
 
 import threading
 import time
+from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+_LATENCY_BOUNDS_NS: tuple[int, ...] = tuple(round(10_000 * 1.25**k) for k in range(74))
+LATENCY_BUCKET_BOUNDS_US: tuple[float, ...] = tuple(ns / 1000 for ns in _LATENCY_BOUNDS_NS)
+"""Upper bounds (inclusive, as Prometheus' ``le``) of the request latency
+buckets, in µs: 10 µs, then 1.25 times the previous one up to about 119 s.
+A last bucket past them counts the slower requests (overflow)."""
+
+
+@dataclass(frozen=True)
+class LatencyHistogram:
+    """How many successful requests took at most each of
+    ``LATENCY_BUCKET_BOUNDS_US`` (per bucket, not cumulative); ``counts`` has
+    one more entry than the bounds, the overflow."""
+
+    counts: tuple[int, ...] = (0,) * (len(LATENCY_BUCKET_BOUNDS_US) + 1)
+
+    @property
+    def bounds_us(self) -> tuple[float, ...]:
+        return LATENCY_BUCKET_BOUNDS_US
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    @classmethod
+    def combined(cls, histograms: Iterable[LatencyHistogram]) -> LatencyHistogram:
+        """The bucket-wise sum, e.g. over a model's versions."""
+        totals = list(cls().counts)
+        for histogram in histograms:
+            for index, count in enumerate(histogram.counts):
+                totals[index] += count
+        return cls(tuple(totals))
+
+    def quantile_us(self, q: float) -> float | None:
+        """The ``q`` quantile (0 to 1) in µs, None before the first request.
+        The request of rank ceil(q * count) falls in some bucket; the answer is
+        interpolated linearly within that bucket, so it is off by at most one
+        bucket width: under 25% of the true value (10 µs in the first bucket,
+        which starts at 0). In the overflow bucket it is the last bound, a
+        floor. A ``q`` outside [0, 1] is a ValueError."""
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"quantile_us: expected q in [0, 1], got {q}")
+        total = self.count
+        if total == 0:
+            return None
+        rank = q * total
+        below = 0
+        bounds = LATENCY_BUCKET_BOUNDS_US
+        for index, count in enumerate(self.counts):
+            if count and below + count >= rank:
+                if index == len(bounds):
+                    return bounds[-1]
+                lower = bounds[index - 1] if index else 0.0
+                return lower + (bounds[index] - lower) * max(rank - below, 0.0) / count
+            below += count
+        return bounds[-1]  # unreachable: the counts add up to total
 
 
 @dataclass
@@ -73,6 +137,9 @@ class StatisticsSnapshot:
     execution_count: int
     inference_stats: InferStatistics
     batch_stats: tuple[InferBatchStatistics, ...]
+    request_latency: LatencyHistogram = LatencyHistogram()
+    """Beyond Triton: the durations ``inference_stats.success`` sums, bucketed
+    (so its count equals ``success.count``)."""
 
 
 @dataclass
@@ -95,6 +162,7 @@ class ModelStatistics:
         self.compute_infer = Duration()
         self.compute_output = Duration()
         self._batches: dict[int, _BatchStats] = {}
+        self._latency_counts = [0] * (len(_LATENCY_BOUNDS_NS) + 1)
 
     def record_execution(
         self, batch_size: int, requests: int, input_ns: int, infer_ns: int, output_ns: int
@@ -114,10 +182,12 @@ class ModelStatistics:
             batch.compute_output.add(output_ns)
 
     def record_request(self, ok: bool, total_ns: int, queue_ns: int = 0) -> None:
+        bucket = bisect_left(_LATENCY_BOUNDS_NS, total_ns)
         with self._lock:
             (self.success if ok else self.fail).add(total_ns)
             if ok:
                 self.queue.add(queue_ns)
+                self._latency_counts[bucket] += 1
             self.last_inference_ms = time.time_ns() // 1_000_000
 
     def snapshot(self) -> StatisticsSnapshot:
@@ -146,4 +216,5 @@ class ModelStatistics:
                     )
                     for size, stats in sorted(self._batches.items())
                 ),
+                request_latency=LatencyHistogram(tuple(self._latency_counts)),
             )

@@ -168,7 +168,8 @@ def test_models_list_versions_device_and_statistics(tmp_path, stack, make_app):
     assert (stats["requests_success"], stats["requests_failure"]) == (3, 0)
     assert stats["inference_count"] == 3
     assert stats["mean_request_us"] > 0
-    assert stats["p50_us"] is None
+    assert 0 < stats["p50_us"] <= stats["p99_us"]
+    assert stats["p99_us"] <= stats["mean_request_us"] * 3 * 1.25  # 3 requests: max <= 3 x mean
     assert stats["batch_sizes"] == [{"batch_size": 1, "executions": 3}]
     assert by_name["never_loaded"] == {
         "name": "never_loaded",
@@ -179,6 +180,8 @@ def test_models_list_versions_device_and_statistics(tmp_path, stack, make_app):
     }
     assert by_name["never_loaded"]["stats"]["requests_success"] == 0
     assert by_name["never_loaded"]["stats"]["mean_request_us"] is None
+    assert by_name["never_loaded"]["stats"]["p50_us"] is None
+    assert by_name["never_loaded"]["stats"]["p99_us"] is None
 
 
 def test_models_show_the_last_error_seen(stack, make_app):

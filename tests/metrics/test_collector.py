@@ -5,6 +5,7 @@ missing, or has no data yet, is left out rather than shown as zeros."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 import numpy as np
@@ -16,6 +17,7 @@ from edgebox.errors import EdgeboxError
 from edgebox.events import EventBus, ModelStateChanged
 from edgebox.metrics.collector import MetricsCollector
 from edgebox.mqtt.link_stats import MqttStats
+from edgebox.scheduling.statistics import LATENCY_BUCKET_BOUNDS_US
 from edgebox.telemetry.sample import (
     DeviceInfo,
     EngineClock,
@@ -151,6 +153,39 @@ def test_statistics_become_triton_inference_metrics_per_version(served):
     # Triton's exact series names, so Triton's Grafana dashboards find them.
     assert 'nv_inference_request_success{model="add_sub",version="1"} 3.0' in text
     assert "nv_inference_request_success_total" not in text
+
+
+def test_request_durations_become_a_cumulative_histogram_per_version(served):
+    for _ in range(4):
+        served.dataplane.infer(_add_sub_request())
+    with pytest.raises(EdgeboxError):
+        served.dataplane.infer(_add_sub_request(width=5))
+
+    _, families = scrape(MetricsCollector(served.dataplane, bus=served.bus))
+
+    family = families["edgebox_request_duration_seconds"]
+    assert family.type == "histogram"
+    assert family.documentation == (
+        "End-to-end duration of successful inference requests in the scheduler, "
+        "the time nv_inference_request_duration_us sums"
+    )
+    labels = {"model": "add_sub", "version": "1"}
+    buckets = [
+        (float(s.labels["le"]), s.value)
+        for s in family.samples
+        if s.name.endswith("_bucket") and {k: s.labels[k] for k in labels} == labels
+    ]
+    assert [le for le, _ in buckets[:-1]] == pytest.approx(
+        [us / 1e6 for us in LATENCY_BUCKET_BOUNDS_US]
+    )
+    assert buckets[-1] == (float("inf"), 4)
+    assert all(earlier <= later for (_, earlier), (_, later) in itertools.pairwise(buckets))
+    snapshot = served.dataplane.statistics("add_sub")[0].counts
+    by_name = {s.name: s.value for s in family.samples if s.labels == labels}
+    assert by_name["edgebox_request_duration_seconds_count"] == 4
+    assert by_name["edgebox_request_duration_seconds_sum"] == pytest.approx(
+        snapshot.inference_stats.success.ns / 1e9
+    )
 
 
 def test_unavailable_models_are_flagged_with_their_version(tmp_path, served):

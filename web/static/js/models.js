@@ -1,8 +1,11 @@
 // Models: every model with its versions (state, reason, device, placement
 // notes), its statistics and last error, from /api/v1/models every 2 s. Load
 // and unload buttons appear only for a logged-in user when the daemon runs in
-// explicit model-control mode; a refused action shows the server's error text
-// in the model's card until the next action.
+// explicit model-control mode. In poll mode a logged-in user gets, for a model
+// with more than one version folder, "Roll back to" (parks the newer version
+// folders) and, while some are parked, "Restore"; the folders come from
+// /api/v1/version-folders. A refused action shows the server's error text in
+// the model's card until the next action.
 "use strict";
 
 (() => {
@@ -12,9 +15,11 @@
   const actionErrors = new Map();
   const pending = new Set();
   let controlMode = "none";
+  let folders = new Map();
 
   // docs/dashboard.md, GET /api/v1/models: Triton's statistics summed over
-  // the served versions; times in microseconds, null before the first request.
+  // the served versions; times in microseconds, null before the first request
+  // (p50/p99 from the latency histogram, within 25%).
   const STATS = [
     ["requests_success", "requests", (v) => String(v)],
     ["requests_failure", "failures", (v) => String(v)],
@@ -42,8 +47,7 @@
 
   function statsList(stats) {
     const given = stats || {};
-    // p50/p99 stay null until the statistics keep a histogram: not worth a "–" each.
-    const shown = STATS.filter(([key]) => key in given && !(key.startsWith("p") && !known(given[key]))).map(([key, label, format]) => [key, label, known(given[key]) ? format(given[key]) : "–"]);
+    const shown = STATS.filter(([key]) => key in given).map(([key, label, format]) => [key, label, known(given[key]) ? format(given[key]) : "–"]);
     const knownKeys = new Set(STATS.map(([key]) => key));
     const others = Object.entries(given)
       .filter(([key]) => !knownKeys.has(key))
@@ -83,12 +87,12 @@
     return String(notes);
   }
 
-  async function act(name, action) {
+  async function act(name, action, body) {
     pending.add(name);
     actionErrors.delete(name);
     render(lastAnswer);
     try {
-      await postJSON(`/api/v1/models/${encodeURIComponent(name)}/${action}`);
+      await postJSON(`/api/v1/models/${encodeURIComponent(name)}/${action}`, body);
     } catch (error) {
       actionErrors.set(name, `${action} '${name}' failed: ${error.message}`);
     } finally {
@@ -97,7 +101,33 @@
     await refresh();
   }
 
+  // docs/dashboard.md, rollback: every version folder newer than the one
+  // chosen moves to <model>/.rolled-back/ until "Restore".
+  function rollbackActions(model) {
+    const found = folders.get(model.name);
+    if (!found) return null;
+    const older = found.versions.slice(0, -1);
+    const busy = pending.has(model.name);
+    const parts = [];
+    if (older.length) {
+      const select = el("select", { class: "rollback-version", "aria-label": "version to roll back to", dataset: { model: model.name } },
+        older.slice().reverse().map((version) => el("option", { value: String(version) }, [`version ${version}`])));
+      parts.push(select, el("button", {
+        type: "button", class: "rollback", disabled: busy, dataset: { action: "rollback", model: model.name },
+        onclick: () => act(model.name, "rollback", { version: Number(select.value) }),
+      }, ["Roll back to"]));
+    }
+    if (found.rolled_back.length) {
+      parts.push(el("button", {
+        type: "button", class: "restore", disabled: busy, dataset: { action: "restore", model: model.name },
+        onclick: () => act(model.name, "restore"),
+      }, [`Restore ${found.rolled_back.join(", ")}`]));
+    }
+    return parts.length ? el("div", { class: "actions" }, parts) : null;
+  }
+
   function actions(model) {
+    if (loggedIn() && controlMode === "poll") return rollbackActions(model);
     if (!loggedIn() || controlMode !== "explicit") return null;
     const ready = (model.versions || []).some((version) => version.state === "READY");
     const busy = pending.has(model.name);
@@ -135,7 +165,7 @@
       cards.set(model.name, entry);
     }
     const ready = (model.versions || []).some((version) => version.state === "READY");
-    updatePart(entry, "head", JSON.stringify([model.platform, ready, pending.has(model.name), loggedIn(), controlMode]), () => [
+    updatePart(entry, "head", JSON.stringify([model.platform, ready, pending.has(model.name), loggedIn(), controlMode, folders.get(model.name)]), () => [
       el("h2", {}, [model.name]),
       el("span", { class: "platform" }, [model.platform || ""]),
       actions(model),
@@ -155,7 +185,9 @@
   function render(answer) {
     controlMode = answer.control_mode || "none";
     document.getElementById("control-mode").textContent = `model control: ${controlMode}`;
-    document.getElementById("login-hint").classList.toggle("hidden", loggedIn() || controlMode !== "explicit");
+    const hint = document.getElementById("login-hint");
+    hint.textContent = controlMode === "poll" ? "Log in to roll models back to an earlier version." : "Log in to load or unload models.";
+    hint.classList.toggle("hidden", loggedIn() || (controlMode !== "explicit" && controlMode !== "poll"));
     const models = answer.models || [];
     const list = document.getElementById("models");
     for (const name of [...cards.keys()]) {
@@ -172,6 +204,10 @@
 
   async function refresh() {
     lastAnswer = await getJSON("/api/v1/models");
+    if (lastAnswer.control_mode === "poll" && loggedIn()) {
+      const answer = await getJSON("/api/v1/version-folders");
+      folders = new Map(answer.models.map((model) => [model.name, model]));
+    }
     render(lastAnswer);
   }
 
