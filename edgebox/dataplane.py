@@ -36,6 +36,14 @@ from edgebox.log_settings import LogSettings
 from edgebox.repository.config import config_from_json
 from edgebox.repository.contained_path import check_model_name
 from edgebox.repository.layout import scan_repository
+from edgebox.repository.rollback import (
+    VersionFolders,
+    model_folder,
+    parse_version,
+    restore,
+    roll_back,
+    version_folders,
+)
 from edgebox.responses import Outcome, ResponseContractError, ResponseSink
 from edgebox.tensors import InferRequest, InferResponse, Tensor
 from edgebox.trace_settings import TraceSettings
@@ -77,6 +85,7 @@ class DataPlane:
         self._strict_readiness = strict_readiness
         self._started = threading.Event()
         self._stopping = threading.Event()
+        self._folder_moves = threading.Lock()
 
     # -- server state ------------------------------------------------------
 
@@ -306,6 +315,43 @@ class DataPlane:
         self._require_explicit_mode()
         check_model_name(name)
         self._manager.unload_model(name, unload_dependents)
+
+    # -- rollback (poll mode; docs/dashboard.md) ------------------------------
+
+    def version_folders(self) -> dict[str, VersionFolders]:
+        """Every model folder's version folders in place and rolled back, by
+        name; read from disk on each call."""
+        root = self._manager.repository
+        snapshot = scan_repository(root, fingerprints=False)
+        return {name: version_folders(folder.path) for name, folder in snapshot.models.items()}
+
+    def rollback_model(self, name: str, version: object) -> list[int]:
+        """Park every version folder of ``name`` newer than ``version`` in
+        ``<model>/.rolled-back`` (repository/rollback.py), so the poller unloads
+        them and the version policy serves ``version`` again; returns the
+        versions moved. Poll mode only (Unsupported otherwise): there the
+        folder is the truth. Calls are serialised; the answer comes once the
+        folders moved, before the poller acts on it."""
+        self._require_poll_mode()
+        model_dir = model_folder(self._manager.repository, name)
+        number = parse_version(version, f"model '{name}' rollback")
+        with self._folder_moves:
+            return roll_back(model_dir, number)
+
+    def restore_model(self, name: str) -> list[int]:
+        """Move every rolled-back version folder of ``name`` back; returns the
+        versions moved. Poll mode only, like ``rollback_model``."""
+        self._require_poll_mode()
+        model_dir = model_folder(self._manager.repository, name)
+        with self._folder_moves:
+            return restore(model_dir)
+
+    def _require_poll_mode(self) -> None:
+        if self._control_mode != "poll":
+            raise Unsupported(
+                "model rollback and restore need --model-control-mode poll; this "
+                f"server runs in '{self._control_mode}' mode"
+            )
 
     def _require_explicit_mode(self) -> None:
         if self._control_mode != "explicit":

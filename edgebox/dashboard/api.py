@@ -5,6 +5,7 @@ keeps; the model actions call the dataplane's verbs."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 from flask import Blueprint, Response, jsonify, request
 
@@ -18,6 +19,7 @@ from edgebox.errors import EdgeboxError
 from edgebox.lifecycle.states import ModelState
 
 api = Blueprint("api", __name__, url_prefix="/api/v1")
+log = logging.getLogger(__name__)
 
 MAX_HISTORY_S = 86400
 
@@ -89,8 +91,47 @@ def unload(name: str) -> Response | tuple:
 
 
 @api.post("/models/<name>/rollback")
-def rollback(name: str) -> tuple:
-    return _error(501, "rollback is not implemented yet")
+def rollback(name: str) -> Response | tuple:
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return _error(400, f"model '{name}' rollback: expected a JSON body {{\"version\": N}}")
+    version = body.get("version")
+    try:
+        moved = state().deps.dataplane.rollback_model(name, version)
+    except EdgeboxError as exc:
+        return _error(status_of(exc), str(exc))
+    log.warning(
+        "dashboard: user '%s' rolled model '%s' back to version %s (moved to '.rolled-back': %s)",
+        _user(),
+        name,
+        version,
+        ", ".join(map(str, moved)),
+    )
+    return jsonify(model=name, action="rollback", version=int(version), moved=moved)
+
+
+@api.post("/models/<name>/restore")
+def restore(name: str) -> Response | tuple:
+    try:
+        moved = state().deps.dataplane.restore_model(name)
+    except EdgeboxError as exc:
+        return _error(status_of(exc), str(exc))
+    log.warning(
+        "dashboard: user '%s' restored model '%s' (moved back: %s)",
+        _user(),
+        name,
+        ", ".join(map(str, moved)),
+    )
+    return jsonify(model=name, action="restore", moved=moved)
+
+
+@api.get("/version-folders")
+def version_folders() -> Response:
+    listed = [
+        {"name": name, "versions": list(folders.versions), "rolled_back": list(folders.rolled_back)}
+        for name, folders in sorted(state().deps.dataplane.version_folders().items())
+    ]
+    return jsonify(models=listed)
 
 
 @api.get("/streams")
@@ -138,6 +179,10 @@ def _act(name: str, action: str, call) -> Response | tuple:
     except EdgeboxError as exc:
         return _error(status_of(exc), str(exc))
     return jsonify(model=name, action=action, state="ok")
+
+
+def _user() -> str | None:
+    return current_user(state().fingerprint)
 
 
 def _error(status: int, message: str) -> tuple:

@@ -160,16 +160,6 @@ def test_load_and_unload_outside_explicit_mode_answer_409_with_the_daemons_messa
     }
 
 
-def test_rollback_answers_not_yet(make_app):
-    client = make_app().test_client()
-    log_in(client)
-    reply = post(client, "/api/v1/models/add_sub/rollback", json={"version": 1})
-    assert (reply.status_code, reply.get_json()) == (
-        501,
-        {"error": "rollback is not implemented yet"},
-    )
-
-
 def test_login_attempts_past_the_limit_answer_429(make_app):
     client = make_app(max_login_attempts_per_minute=3).test_client()
     for _ in range(3):
