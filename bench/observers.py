@@ -24,12 +24,14 @@ MAX_CALLS = 200_000
 TARGET = 0.95
 PAGE_POLLS = (
     ("/api/v1/overview", 2.0),
-    ("/api/v1/telemetry?seconds=900", 2.0),
+    ("/api/v1/telemetry?seconds=7", 2.0),
     ("/api/v1/models", 5.0),
     ("/api/v1/streams", 2.0),
     ("/api/v1/events?after=0", 2.0),
 )
-"""What an open Overview tab and the Events tab ask for, and how often."""
+"""What an open Overview tab and the Events tab ask for, and how often (the
+overview loads the 15-minute history once, then asks for the seconds since
+its last poll: web/static/js/overview.js)."""
 SCRAPE_S = 1.0
 
 

@@ -9,12 +9,28 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edgebox.events import EventBus, ModelResult, ModelStateChanged, StreamResult, TelemetrySnapshot
+from edgebox.events import (
+    EventBus,
+    ModelStateChanged,
+    MqttLinkChanged,
+    SpoolDegraded,
+    SpoolDropped,
+    StreamStatus,
+    ThermalChanged,
+)
 
 MAX_EVENTS = 500
-LEFT_OUT = (StreamResult, ModelResult, TelemetrySnapshot)
+KEPT = (
+    ModelStateChanged,
+    StreamStatus,
+    MqttLinkChanged,
+    SpoolDropped,
+    SpoolDegraded,
+    ThermalChanged,
+)
 """Results and telemetry snapshots are data, not events: MQTT, the streams
-page and the telemetry charts carry them."""
+page and the telemetry charts carry them. Subscribing to these kinds only
+keeps every result (thousands a second) off this ring's queue and thread."""
 
 
 class EventRing:
@@ -26,7 +42,7 @@ class EventRing:
     def __init__(
         self, bus: EventBus, max_events: int = MAX_EVENTS, clock: Callable[[], float] = time.time
     ) -> None:
-        self._subscription = bus.subscribe(max_events=1000)
+        self._subscription = bus.subscribe(*KEPT, max_events=1000)
         self._clock = clock
         self._lock = threading.Lock()
         self._events: collections.deque[dict[str, Any]] = collections.deque(maxlen=max_events)
@@ -52,7 +68,7 @@ class EventRing:
     def add(self, event: Any) -> None:
         """Numbers and keeps ``event`` (results are left out); called by the
         ring's thread."""
-        if isinstance(event, LEFT_OUT):
+        if not isinstance(event, KEPT):
             return
         entry = event.as_dict()
         with self._lock:

@@ -45,3 +45,18 @@ def test_the_thread_fills_the_ring_from_the_bus_until_stopped():
     assert [e["model"] for e in events] == ["early", "m"]
     assert ring.last_error("m") == "load failed: no model.onnx"
     assert bus.subscriptions == ()
+
+
+def test_a_flood_of_results_never_pushes_an_event_out_of_the_rings_queue():
+    bus = EventBus()
+    ring = EventRing(bus)
+    bus.publish(ModelStateChanged("m", 1, "READY"))
+    for _ in range(2000):
+        bus.publish(result())
+    ring.start()
+    try:
+        events = wait_for(lambda: ring.after(0)[0], what="the model event")
+    finally:
+        ring.stop(5)
+    assert [e["model"] for e in events] == ["m"]
+    assert bus.dropped_total() == 0
