@@ -29,6 +29,7 @@ Spec: https://github.com/triton-inference-server/python_backend#usage
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import inspect
 import itertools
@@ -181,6 +182,8 @@ class PythonInstance:
         self._version_dir = Path(context.version_dir)
         self._output_names = [output.name for output in context.config.output]
         self._closed = False
+        self._event_loop: _EventLoop | None = None
+        self._loop_name = f"{context.name}-v{context.version}-asyncio"
 
     def execute(self, requests: Sequence[InferRequest]) -> list[InferResponse | EdgeboxError]:
         pb_requests = [
@@ -190,7 +193,9 @@ class PythonInstance:
             for request in requests
         ]
         try:
-            returned = _finish_async(self._model.execute(pb_requests))
+            returned = self._model.execute(pb_requests)
+            if inspect.iscoroutine(returned):
+                returned = self._loop().run(returned)
         except BaseException as exc:
             message = (
                 f"{self._where}: execute() raised {describe_exception(exc, self._version_dir)}"
@@ -229,14 +234,52 @@ class PythonInstance:
             pb_requests.append(pb_request)
             senders.append(sender)
         try:
-            returned = _finish_async(self._model.execute(pb_requests))
+            returned = self._model.execute(pb_requests)
         except BaseException as exc:
-            message = (
-                f"{self._where}: execute() raised {describe_exception(exc, self._version_dir)}"
-            )
-            _log.error("%s", message, exc_info=exc)
+            self._decoupled_failed(senders, sinks, exc)
+            return
+        if inspect.iscoroutine(returned):
+            # Triton runs a decoupled async execute in the background on the
+            # instance's loop: the instance takes the next call meanwhile.
+            future = self._loop().start(returned)
+            future.add_done_callback(lambda done: self._decoupled_done(senders, sinks, done))
+            return
+        self._decoupled_returned(senders, sinks, returned)
+
+    def _decoupled_done(
+        self,
+        senders: list[pb_utils.InferenceResponseSender],
+        sinks: Sequence[ResponseSink],
+        done: concurrent.futures.Future,
+    ) -> None:
+        """A background coroutine ended (on the loop's thread, or on the
+        closing thread when ``close`` cancelled it)."""
+        if done.cancelled():
+            message = f"{self._where}: execute() was cancelled: the model is being unloaded"
             _fail_open(senders, sinks, EdgeboxError(message))
             return
+        exc = done.exception()
+        if exc is not None:
+            self._decoupled_failed(senders, sinks, exc)
+            return
+        self._decoupled_returned(senders, sinks, done.result())
+
+    def _decoupled_failed(
+        self,
+        senders: list[pb_utils.InferenceResponseSender],
+        sinks: Sequence[ResponseSink],
+        exc: BaseException,
+    ) -> None:
+        message = f"{self._where}: execute() raised {describe_exception(exc, self._version_dir)}"
+        _log.error("%s", message, exc_info=exc)
+        _fail_open(senders, sinks, EdgeboxError(message))
+
+    def _decoupled_returned(
+        self,
+        senders: list[pb_utils.InferenceResponseSender],
+        sinks: Sequence[ResponseSink],
+        returned: Any,
+    ) -> None:
         if returned is not None:
             message = (
                 f"{self._where}: a decoupled model's execute() must return None, it returned "
@@ -263,22 +306,34 @@ class PythonInstance:
 
         return deliver
 
+    def _loop(self) -> _EventLoop:
+        """The instance's event loop, started at its first ``async def
+        execute`` call. Calls reach here one at a time (the instance pool),
+        so no lock is needed."""
+        if self._event_loop is None:
+            self._event_loop = _EventLoop(self._loop_name)
+        return self._event_loop
+
     def close(self) -> None:
+        """``finalize``, then the event loop's end: coroutines still running
+        (a decoupled request not finished) are cancelled, their requests
+        failed."""
         if self._closed:
             return
         self._closed = True
         finalize = getattr(self._model, "finalize", None)
-        if finalize is None:
-            return
-        try:
-            finalize()
-        except BaseException as exc:
-            _log.error(
-                "%s: finalize() raised %s",
-                self._where,
-                describe_exception(exc, self._version_dir),
-                exc_info=exc,
-            )
+        if finalize is not None:
+            try:
+                finalize()
+            except BaseException as exc:
+                _log.error(
+                    "%s: finalize() raised %s",
+                    self._where,
+                    describe_exception(exc, self._version_dir),
+                    exc_info=exc,
+                )
+        if self._event_loop is not None:
+            self._event_loop.close()
 
     def _convert(
         self,
@@ -313,13 +368,56 @@ class PythonInstance:
         )
 
 
-def _finish_async(returned: Any) -> Any:
-    """An ``async def execute`` (python_backend allows one, to await
-    ``async_exec`` calls) runs to completion on an event loop of its own, on
-    this thread; anything else is returned as is."""
-    if inspect.iscoroutine(returned):
-        return asyncio.run(returned)
-    return returned
+class _EventLoop:
+    """The asyncio loop an instance's ``async def execute`` runs on, as
+    python_backend keeps one per stub process: one loop per instance, on a
+    thread of its own (the calls reach the instance on varying threads), for
+    the instance's lifetime, so objects a coroutine binds to the loop stay
+    usable across calls.
+
+    A non-decoupled execute is waited for (``run``): the calling thread
+    blocks, the instance stays busy, as under Triton; other instances and
+    models run meanwhile, and its ``async_exec`` calls run at once. A
+    decoupled execute is started (``start``) and left running: the instance
+    takes its next call while it awaits, so one instance holds many requests.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    def run(self, coroutine: Any) -> Any:
+        """Run ``coroutine`` to its end; its result, or what it raised."""
+        return self.start(coroutine).result()
+
+    def start(self, coroutine: Any) -> concurrent.futures.Future:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Cancel what still runs, let the cancelled coroutines and the BLS
+        threads finish (up to ``timeout_s`` each), then stop the loop."""
+
+        async def shutdown() -> None:
+            current = asyncio.current_task()
+            tasks = [task for task in asyncio.all_tasks() if task is not current]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._loop.shutdown_default_executor()
+
+        try:
+            self.start(shutdown()).result(timeout_s)
+        except BaseException as exc:
+            _log.error("stopping the event loop '%s' failed: %r", self._thread.name, exc)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout_s)
+        if not self._thread.is_alive():
+            self._loop.close()
 
 
 class _Everything:

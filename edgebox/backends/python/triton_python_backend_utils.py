@@ -20,6 +20,7 @@ waits for itself, exactly as it deadlocks under Triton.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import enum
 import json
@@ -306,6 +307,20 @@ _RESERVED_PARAMETERS = frozenset(
 )
 
 
+def _model_name_text(model_name: Any) -> str:
+    """A BLS target's name: a str, or bytes as Triton's bls example passes
+    (``as_numpy()[0]`` of a BYTES input), decoded as UTF-8. Anything else is
+    a TypeError, as Triton's constructor raises for it."""
+    if isinstance(model_name, str):
+        return model_name
+    if isinstance(model_name, bytes):
+        try:
+            return model_name.decode("utf-8")
+        except UnicodeDecodeError:
+            raise TypeError(f"model_name is not valid UTF-8: {model_name!r}") from None
+    raise TypeError(f"model_name must be a str (or UTF-8 bytes), got {type(model_name).__name__}")
+
+
 class InferenceRequest:
     """A request handed to ``execute``, or a BLS request the model builds.
 
@@ -317,7 +332,7 @@ class InferenceRequest:
     def __init__(
         self,
         *,
-        model_name: str,
+        model_name: str | bytes,
         inputs: Sequence[Tensor],
         requested_output_names: Sequence[str],
         request_id: str = "",
@@ -334,7 +349,7 @@ class InferenceRequest:
                 raise TritonModelException(
                     f"inputs must hold pb_utils.Tensor objects, got {type(tensor).__name__}"
                 )
-        self._model_name = model_name
+        self._model_name = _model_name_text(model_name)
         self._model_version = model_version
         self._inputs = list(inputs)
         self._requested_output_names = list(requested_output_names)
@@ -350,7 +365,7 @@ class InferenceRequest:
     def _wrap(
         cls,
         request: tensors.InferRequest,
-        model_name: str,
+        model_name: str | bytes,
         model_version: int,
         all_output_names: Sequence[str],
     ) -> InferenceRequest:
@@ -498,8 +513,14 @@ class InferenceRequest:
         )
 
     async def async_exec(self, decoupled: bool = False) -> Any:
-        """Same as ``exec``; it runs to completion before the await returns."""
-        return self.exec(decoupled)
+        """``exec`` as an awaitable, for ``async def execute``: the call runs
+        on the running loop's default executor (a thread pool), so calls
+        awaited together (``asyncio.gather``) are in flight at once and the
+        loop keeps serving the instance's other coroutines meanwhile. How
+        many run at once is that pool's size (``min(32, CPUs + 4)``); more
+        wait their turn. The response (or decoupled iterator) is ``exec``'s."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self.exec, decoupled)
 
     def _bls_parameters(self) -> dict[str, Any]:
         parameters = dict(self._parameters)
