@@ -9,25 +9,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edgebox.events import (
-    EventBus,
-    ModelStateChanged,
-    MqttLinkChanged,
-    SpoolDegraded,
-    SpoolDropped,
-    StreamStatus,
-    ThermalChanged,
-)
+from edgebox.events import OCCURRENCES, EventBus, ModelStateChanged
 
 MAX_EVENTS = 500
-KEPT = (
-    ModelStateChanged,
-    StreamStatus,
-    MqttLinkChanged,
-    SpoolDropped,
-    SpoolDegraded,
-    ThermalChanged,
-)
+KEPT = OCCURRENCES
 """Results and telemetry snapshots are data, not events: MQTT, the streams
 page and the telemetry charts carry them. Subscribing to these kinds only
 keeps every result (thousands a second) off this ring's queue and thread."""

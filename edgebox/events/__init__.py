@@ -19,7 +19,19 @@ from edgebox.events.stream_status import StreamState, StreamStatus
 from edgebox.events.telemetry import TelemetrySnapshot
 from edgebox.events.thermal import ThermalChanged
 
+OCCURRENCES = (
+    ModelStateChanged,
+    StreamStatus,
+    MqttLinkChanged,
+    SpoolDropped,
+    SpoolDegraded,
+    ThermalChanged,
+)
+"""Things that happened, as opposed to data (results, telemetry snapshots):
+what MQTT's ``events`` topic and the dashboard's events page carry."""
+
 __all__ = [
+    "OCCURRENCES",
     "Event",
     "EventBus",
     "ModelResult",

@@ -13,27 +13,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from edgebox.events import (
+    OCCURRENCES,
     ModelResult,
     ModelStateChanged,
-    MqttLinkChanged,
-    SpoolDegraded,
-    SpoolDropped,
     StreamResult,
     StreamStatus,
     TelemetrySnapshot,
-    ThermalChanged,
 )
 from edgebox.mqtt.spool import Outgoing
 from edgebox.mqtt.topics import Topics
 
-EVENT_KINDS = (
-    ModelStateChanged,
-    StreamStatus,
-    MqttLinkChanged,
-    SpoolDropped,
-    SpoolDegraded,
-    ThermalChanged,
-)
+EVENT_KINDS = OCCURRENCES
 """Published on ``{prefix}/{device}/events``."""
 STATUS_CHANGES = (ModelStateChanged, StreamStatus)
 """Events after which the retained status document is out of date."""
