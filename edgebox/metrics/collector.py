@@ -43,6 +43,8 @@ from edgebox.dataplane_results import LATENCY_BUCKET_BOUNDS_US
 from edgebox.events.stream_status import StreamStatus
 from edgebox.lifecycle.states import ModelState
 from edgebox.log_limiter import LogLimiter
+from edgebox.metrics import custom as custom_metrics
+from edgebox.metrics.custom import CustomMetricRegistry
 from edgebox.mqtt.link_stats import MqttStats
 from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
 
@@ -144,8 +146,10 @@ class MetricsCollector:
         streams: StreamSource | None = None,
         mqtt: MqttSource | None = None,
         bus: EventBus | None = None,
+        custom: CustomMetricRegistry | None = custom_metrics.registry,
     ) -> None:
         self._dataplane = dataplane
+        self._custom = custom
         self._telemetry = telemetry
         self._streams = streams
         self._mqtt = mqtt
@@ -162,6 +166,8 @@ class MetricsCollector:
             parts.append(("the MQTT link", self._mqtt_metrics))
         if bus is not None:
             parts.append(("the event bus", self._bus_metrics))
+        if custom is not None:
+            parts.append(("custom metrics from model.py", self._custom_metrics))
         self._parts = parts
 
     def collect(self) -> Iterator[Metric]:
@@ -356,6 +362,31 @@ class MetricsCollector:
             "Events the event bus dropped because a subscriber's queue was full",
             self._bus.dropped_total(),
         )
+
+    def _custom_metrics(self) -> Iterator[Metric]:
+        """python models' ``pb_utils.MetricFamily`` families, under their own
+        names as Triton exports them: a counter untyped (prometheus-client
+        would add ``_total``), a histogram with the model's buckets. Each
+        series keeps its own labels, as Triton lets them differ."""
+        for family in self._custom.snapshot():
+            if family.kind == custom_metrics.HISTOGRAM:
+                metric = Metric(family.name, family.description, "histogram")
+                for series in family.series:
+                    cumulative = 0
+                    bounds = (*(floatToGoString(b) for b in series.buckets), "+Inf")
+                    for le, count in zip(bounds, series.counts, strict=True):
+                        cumulative += count
+                        labels = {**series.labels, "le": le}
+                        metric.add_sample(f"{family.name}_bucket", labels, cumulative)
+                    metric.add_sample(f"{family.name}_count", series.labels, cumulative)
+                    metric.add_sample(f"{family.name}_sum", series.labels, series.sum)
+                yield metric
+                continue
+            kind = "gauge" if family.kind == custom_metrics.GAUGE else "unknown"
+            metric = Metric(family.name, family.description, kind)
+            for series in family.series:
+                metric.add_sample(family.name, series.labels, series.value)
+            yield metric
 
 
 def _gpu_gauges(sample: TelemetrySample) -> Iterator[Metric]:

@@ -317,7 +317,7 @@ class PythonInstance:
     def close(self) -> None:
         """``finalize``, then the event loop's end: coroutines still running
         (a decoupled request not finished) are cancelled, their requests
-        failed."""
+        failed. The model object is let go."""
         if self._closed:
             return
         self._closed = True
@@ -334,6 +334,9 @@ class PythonInstance:
                 )
         if self._event_loop is not None:
             self._event_loop.close()
+        # The pool may keep this object; the model, and the custom metrics it
+        # holds (which leave /metrics with it), must not outlive the unload.
+        self._model = None
 
     def _convert(
         self,

@@ -28,6 +28,7 @@ import logging
 import queue
 import struct
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ import numpy as np
 
 from edgebox import tensors
 from edgebox.errors import EdgeboxError, ErrorCode
+from edgebox.metrics import custom as custom_metrics
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
@@ -365,7 +367,7 @@ class InferenceRequest:
     def _wrap(
         cls,
         request: tensors.InferRequest,
-        model_name: str | bytes,
+        model_name: str,
         model_version: int,
         all_output_names: Sequence[str],
     ) -> InferenceRequest:
@@ -855,6 +857,109 @@ class ModelConfig:
             current.update(new)
             return
         self._model_config[kind].append(new)
+
+
+# ---------------------------------------------------------------- custom metrics
+
+
+class MetricKind(enum.IntEnum):
+    """Triton's numbers for ``MetricFamily``'s ``kind``."""
+
+    COUNTER = 0
+    GAUGE = 1
+    HISTOGRAM = 2
+
+
+_CUSTOM_KIND = {
+    MetricKind.COUNTER: custom_metrics.COUNTER,
+    MetricKind.GAUGE: custom_metrics.GAUGE,
+    MetricKind.HISTOGRAM: custom_metrics.HISTOGRAM,
+}
+
+
+class MetricFamily:
+    """A custom metric family (python_backend 23.05+, histograms 24.xx),
+    exported on the daemon's ``/metrics`` under its own name with the
+    daemon's metrics, e.g. ``curl -s 127.0.0.1:8002/metrics | grep NAME``.
+    A model running isolated (``process``) counts in its own process, where
+    the daemon's endpoint cannot see it. Errors are TritonModelExceptions
+    with Triton's texts; a ``kind`` that is not a ``MetricFamily`` kind is a
+    TypeError, as Triton's constructor raises."""
+
+    COUNTER = MetricKind.COUNTER
+    GAUGE = MetricKind.GAUGE
+    HISTOGRAM = MetricKind.HISTOGRAM
+
+    def __init__(self, name: str, description: str, kind: MetricKind) -> None:
+        if not isinstance(kind, MetricKind):
+            raise TypeError(
+                "MetricFamily(name: str, description: str, kind: MetricFamily.COUNTER, "
+                f"GAUGE or HISTOGRAM): kind {kind!r} is not one of them"
+            )
+        if not isinstance(name, str) or not isinstance(description, str):
+            raise TypeError(
+                "MetricFamily(name: str, description: str, kind): name and description must be str"
+            )
+        try:
+            family = custom_metrics.registry.family(name, description, _CUSTOM_KIND[kind])
+        except custom_metrics.CustomMetricError as err:
+            raise TritonModelException(str(err)) from None
+        self._family = family
+        self._kind = kind
+        weakref.finalize(self, custom_metrics.registry.release_family, family)
+
+    def Metric(
+        self, labels: dict[str, str] | None = None, buckets: Sequence[float] | None = None
+    ) -> Metric:
+        return Metric(self, labels or {}, buckets)
+
+
+class Metric:
+    """One labelled series of a family: ``increment`` (counter, gauge),
+    ``set`` (gauge), ``observe`` (histogram), ``value`` (counter, gauge).
+    Each costs one lock and one addition; the series leaves the export
+    once the model drops this object."""
+
+    def __init__(
+        self,
+        family: MetricFamily,
+        labels: dict[str, str] | None = None,
+        buckets: Sequence[float] | None = None,
+    ) -> None:
+        if not isinstance(family, MetricFamily):
+            raise TypeError(f"Metric() takes a pb_utils.MetricFamily, got {type(family).__name__}")
+        try:
+            key, series = custom_metrics.registry.series(family._family, labels or {}, buckets)
+        except custom_metrics.CustomMetricError as err:
+            raise TritonModelException(str(err)) from None
+        self._owner = family
+        self._family = family._family
+        self._series = series
+        weakref.finalize(self, custom_metrics.registry.release_series, self._family, key)
+
+    def increment(self, value: float) -> None:
+        try:
+            custom_metrics.increment(self._family, self._series, float(value))
+        except custom_metrics.CustomMetricError as err:
+            raise TritonModelException(f"Failed to increment metric value: {err}") from None
+
+    def set(self, value: float) -> None:
+        try:
+            custom_metrics.set_value(self._family, self._series, float(value))
+        except custom_metrics.CustomMetricError as err:
+            raise TritonModelException(f"Failed to set metric value: {err}") from None
+
+    def observe(self, value: float) -> None:
+        try:
+            custom_metrics.observe(self._family, self._series, float(value))
+        except custom_metrics.CustomMetricError as err:
+            raise TritonModelException(f"Failed to observe metric value: {err}") from None
+
+    def value(self) -> float:
+        try:
+            return custom_metrics.value_of(self._family, self._series)
+        except custom_metrics.CustomMetricError as err:
+            raise TritonModelException(f"Failed to get metric value: {err}") from None
 
 
 # ---------------------------------------------------------------- logging
