@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test lint bench demo-models check clean mosquitto web-assets chromium
+.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium
 
 # Debian's packages, installed only when missing (as root in CI, else sudo);
 # `apt-get update` runs only when a first install attempt fails.
@@ -53,6 +53,13 @@ lint: $(STAMP)
 
 test: $(STAMP) lint mosquitto web-assets chromium
 	$(PY) -m pytest -q
+
+# Opt-in: edgebox against a real Triton 2.51 (PyPI's nvidia-pytriton, 400 MB,
+# installed once into .parity/), the same requests to both, answers compared
+# (tests/parity/). EDGEBOX_TRITON_HOME may point at an installed one instead.
+test-parity: $(STAMP)
+	$(PY) scripts/triton_reference.py install --home $${EDGEBOX_TRITON_HOME:-.parity}
+	EDGEBOX_PARITY=1 $(PY) -m pytest -q tests/parity
 
 bench: demo-models
 	$(PY) -m pip install -q -r bench/requirements.txt

@@ -1,0 +1,81 @@
+"""The differential test's two servers: a real Triton 2.51
+(scripts/triton_reference.py) and edgebox, each on its own copy of the same
+python/ensemble repository. Opt-in: ``make test-parity`` (it installs the
+reference, 400 MB) or ``EDGEBOX_PARITY=1`` with ``EDGEBOX_TRITON_HOME``
+pointing at an installed one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from daemon_process import DaemonProcess, wait_for
+from parity_repository import write_parity_repository
+from scripts.triton_reference import DEFAULT_HOME, Reference
+
+ENABLED = os.environ.get("EDGEBOX_PARITY") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    if ENABLED:
+        return
+    skip = pytest.mark.skip(reason="opt-in: make test-parity (or EDGEBOX_PARITY=1)")
+    for item in items:
+        if "tests/parity/" in str(item.fspath):
+            item.add_marker(skip)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{url}/v2/health/ready", timeout=2) as reply:
+            return reply.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory) -> Path:
+    return write_parity_repository(tmp_path_factory.mktemp("parity") / "source")
+
+
+@pytest.fixture(scope="module")
+def triton(repository, tmp_path_factory):
+    """``host:port`` of the reference Triton's HTTP endpoint."""
+    reference = Reference(Path(os.environ.get("EDGEBOX_TRITON_HOME", DEFAULT_HOME)))
+    if not reference.installed():
+        pytest.fail("the reference Triton is not installed: run `make test-parity`")
+    folder = tmp_path_factory.mktemp("triton")
+    served = folder / "models"
+    shutil.copytree(repository, served)
+    http, grpc, metrics = free_port(), free_port(), free_port()
+    process = reference.launch(served, http, grpc, metrics, folder / "triton.log")
+    url = f"127.0.0.1:{http}"
+    try:
+        wait_for(lambda: process.poll() is None and answers(url), 60, what="the reference Triton")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@pytest.fixture(scope="module")
+def edgebox(repository, tmp_path_factory):
+    """``host:port`` of edgebox's HTTP endpoint, started as Triton is (every
+    model at start, no model control)."""
+    folder = tmp_path_factory.mktemp("edgebox")
+    served = folder / "models"
+    shutil.copytree(repository, served)
+    with DaemonProcess(served, folder / "daemon.log", ["--model-control-mode", "none"]) as daemon:
+        yield daemon.url

@@ -1,0 +1,71 @@
+"""The repository both servers of the differential test serve: python models
+and an ensemble only, since the reference Triton (PyPI's nvidia-pytriton) has
+no ONNX Runtime backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from model_fixtures import write_model
+
+ADD_SUB = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
+            responses.append(
+                pb_utils.InferenceResponse(
+                    output_tensors=[
+                        pb_utils.Tensor("OUTPUT0", (a + b).astype(np.float32)),
+                        pb_utils.Tensor("OUTPUT1", (a - b).astype(np.float32)),
+                    ]
+                )
+            )
+        return responses
+"""
+
+ADD_SUB_CONFIG = """
+name: "add_sub_py"
+backend: "python"
+max_batch_size: 8
+input [
+  { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
+  { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
+  { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] }
+]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+DOUBLE_CONFIG = """
+name: "double"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 16 ] } ]
+ensemble_scheduling {
+  step [
+    {
+      model_name: "add_sub_py"
+      model_version: -1
+      input_map { key: "INPUT0" value: "IN" }
+      input_map { key: "INPUT1" value: "IN" }
+      output_map { key: "OUTPUT0" value: "OUT" }
+    }
+  ]
+}
+"""
+
+
+def write_parity_repository(root: Path) -> Path:
+    write_model(root, "add_sub_py", ADD_SUB_CONFIG, {"1/model.py": ADD_SUB})
+    write_model(root, "double", DOUBLE_CONFIG, {"1/.keep": ""})
+    return root
