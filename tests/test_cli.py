@@ -98,7 +98,9 @@ def test_check_passes_a_good_repository(tmp_path: Path) -> None:
 
 def test_check_lists_every_problem_with_its_file(tmp_path: Path) -> None:
     repo = tmp_path
-    build_add_sub(repo / "a_no_config" / "1" / "model.onnx")
+    (repo / "a_no_config" / "1").mkdir(parents=True)
+    (repo / "a_no_config" / "1" / "weights.bin").write_bytes(b"\0")
+    build_add_sub(repo / "g_no_config_onnx" / "1" / "model.onnx")
     write_model(repo, "b_syntax", 'platform: "onnxruntime_onnx"\nmax_batch_size 8\n')
     write_model(
         repo, "c_graphdef", 'platform: "tensorflow_graphdef"\n', {"1/model.graphdef": b"\0"}
@@ -115,7 +117,8 @@ def test_check_lists_every_problem_with_its_file(tmp_path: Path) -> None:
 
     assert result.returncode == EXIT_PROBLEMS
     assert result.stdout.splitlines() == [
-        f"{repo}/a_no_config/config.pbtxt: no config.pbtxt: every model folder needs one",
+        f"{repo}/a_no_config: no config.pbtxt, and no version folder holds a model file to "
+        "tell the backend from (looked for 'model.onnx', 'model.plan', 'model.py')",
         f"{repo}/b_syntax/config.pbtxt:2:16: 'max_batch_size 8': Expected \":\".",
         f"{repo}/c_graphdef/config.pbtxt: backend 'tensorflow' is not supported by edgebox "
         "(supported: ensemble, onnxruntime, python, tensorrt)",

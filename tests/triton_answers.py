@@ -37,3 +37,78 @@ a fresh start: the models READY in ``POST /v2/repository/index`` afterwards.
 Loading an ensemble loads its steps; ``unload_dependents`` unloads the steps
 nothing else uses and nobody loaded by name; unloading a step unloads the
 ensembles that use it."""
+
+CONFIGLESS_PYTHON_MODEL_PY = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(auto_complete_model_config):
+        auto_complete_model_config.add_input(
+            {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]}
+        )
+        auto_complete_model_config.add_output(
+            {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]}
+        )
+        auto_complete_model_config.set_max_batch_size(0)
+        return auto_complete_model_config
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x * 2)]))
+        return responses
+"""
+"""``autopy/1/model.py``, alone in its folder (no ``config.pbtxt``)."""
+
+CONFIGLESS_PYTHON_CONFIG = {
+    "name": "autopy",
+    "platform": "",
+    "backend": "python",
+    "version_policy": {"latest": {"num_versions": 1}},
+    "max_batch_size": 0,
+    "input": [
+        {
+            "name": "INPUT0",
+            "data_type": "TYPE_FP32",
+            "format": "FORMAT_NONE",
+            "dims": [4],
+            "is_shape_tensor": False,
+            "allow_ragged_batch": False,
+            "optional": False,
+            "is_non_linear_format_io": False,
+        }
+    ],
+    "output": [
+        {
+            "name": "OUTPUT0",
+            "data_type": "TYPE_FP32",
+            "dims": [4],
+            "label_filename": "",
+            "is_shape_tensor": False,
+            "is_non_linear_format_io": False,
+        }
+    ],
+    "default_model_filename": "model.py",
+}
+"""``GET /v2/models/autopy/config`` for ``CONFIGLESS_PYTHON_MODEL_PY``: these keys
+of the answer (the rest is Triton's normalization of any config, not of this case)."""
+
+CONFIGLESS_PYTHON_METADATA = {
+    "name": "autopy",
+    "versions": ["1"],
+    "platform": "python",
+    "inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [4]}],
+    "outputs": [{"name": "OUTPUT0", "datatype": "FP32", "shape": [4]}],
+}
+"""``GET /v2/models/autopy`` for the same model."""
+
+CONFIGLESS_NO_MODEL_FILE_LOG = (
+    "Poll failed for model directory 'nofile': Invalid model name: Could not determine "
+    "backend for model 'nofile' with no backend in model configuration. Expected model "
+    "name of the form 'model.<backend_name>'."
+)
+"""Triton's log line for a folder with neither a config nor a model file (``1/weights.bin``
+only); the model is then absent from the server (``/config``: 404 unknown model)."""

@@ -12,7 +12,7 @@ from edgebox.repository.config import (
     CONFIG_FILENAME,
     ModelConfig,
     backend_of,
-    parse_model_config_file,
+    model_folder_config,
 )
 from edgebox.repository.layout import scan_repository
 from edgebox.repository.version_policy import missing_specific_versions, select_versions
@@ -26,10 +26,9 @@ def check_repository(root: Path) -> list[str]:
     if not snapshot.models:
         problems.append(f"{root}: no model folders")
     catalog = BackendCatalog()
-    for name, folder in snapshot.models.items():
-        config_path = folder.path / CONFIG_FILENAME
+    for folder in snapshot.models.values():
         try:
-            config, config_problems = parse_model_config_file(config_path, name)
+            config, config_problems = model_folder_config(folder.path)
         except ConfigError as exc:
             problems.append(str(exc))
             continue

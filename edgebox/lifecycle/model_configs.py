@@ -37,7 +37,8 @@ class ModelConfigs:
         self._configs: dict[str, ModelConfig] = {}
 
     def read(self, name: str) -> ModelConfig:
-        """The model folder's ``config.pbtxt``, read now; nothing is recorded.
+        """The model folder's ``config.pbtxt``, read now, or without one the
+        config its model file implies (``model_folder_config``); nothing is recorded.
         InvalidArgument for a name that is not a single folder name, NotFound
         when there is no such folder; a ConfigError is also shown as the
         model's state, UNAVAILABLE with its text."""

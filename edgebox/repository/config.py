@@ -10,6 +10,7 @@ shape. Spec: https://github.com/triton-inference-server/server/blob/main/docs/us
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from google.protobuf import json_format, text_format
@@ -52,16 +53,42 @@ _BACKEND_BY_MODEL_FILE = {
 
 
 def read_model_config(model_dir: Path) -> ModelConfig:
-    """Read, parse, check and normalize ``<model_dir>/config.pbtxt``.
+    """Read, parse, check and normalize ``<model_dir>/config.pbtxt``, or, for a
+    folder without one, the config Triton starts auto-complete from (see
+    ``model_folder_config``).
 
     Raises ConfigError naming the file (and line and column where known) for a
-    missing file, a syntax error, an unknown field, or the first semantic problem.
+    syntax error, an unknown field, or the first semantic problem, and naming
+    the folder when it has neither a config nor a model file.
     """
-    path = model_dir / CONFIG_FILENAME
-    config, problems = parse_model_config_file(path, model_dir.name)
+    config, problems = model_folder_config(model_dir)
     if problems:
         raise problems[0]
     return config
+
+
+def model_folder_config(model_dir: Path) -> tuple[ModelConfig, list[ConfigError]]:
+    """``parse_model_config_file`` of the folder's ``config.pbtxt``; without
+    one, as in Triton, a config holding only what the files tell: the name
+    (the folder's) and the backend (the model file in the newest version
+    folder that has one). The backend fills the rest when the version loads
+    (inputs, outputs, batching: python's ``auto_complete_config``, ONNX's and
+    TensorRT's model I/O). ConfigError when no model file names a backend."""
+    path = model_dir / CONFIG_FILENAME
+    if os.path.lexists(path):
+        return parse_model_config_file(path, model_dir.name)
+    if _backend_from_files(model_dir) is None:
+        looked_for = ", ".join(f"'{name}'" for name in sorted(_BACKEND_BY_MODEL_FILE))
+        raise ConfigError(
+            str(model_dir),
+            f"no {CONFIG_FILENAME}, and no version folder holds a model file to tell the "
+            f"backend from (looked for {looked_for})",
+        )
+    config = ModelConfig()
+    problems = normalize_model_config(
+        config, model_dir.name, model_dir, str(model_dir), FieldPositions({})
+    )
+    return config, problems
 
 
 def parse_model_config_file(path: Path, model_name: str) -> tuple[ModelConfig, list[ConfigError]]:
@@ -73,7 +100,7 @@ def parse_model_config_file(path: Path, model_name: str) -> tuple[ModelConfig, l
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(str(path), "no config.pbtxt: every model folder needs one") from None
+        raise ConfigError(str(path), "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(str(path), f"cannot read: {exc}") from None
     config = ModelConfig()

@@ -2,9 +2,10 @@
 folders, and a fingerprint of each so a poller can tell what changed.
 
 Layout: ``<root>/<model>/config.pbtxt`` and ``<root>/<model>/<N>/`` for each
-version. As in Triton, version folders must be named with a positive integer
-without a leading zero; anything else is ignored (with a debug line), as are
-hidden entries and stray files.
+version; the config may be left out, as in Triton (see ``config.model_folder_config``:
+the model file then tells the backend). As in Triton, version folders must be
+named with a positive integer without a leading zero; anything else is ignored
+(with a debug line), as are hidden entries and stray files.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 changed is handed to the lifecycle manager.
 
 A model is (re)loaded when its config or its version folders changed, and only
-once every one of its version folders has settled (see ``settle.py``) and no
+once its config (or, for a model without one, the config's absence) and every
+one of its version folders have settled (see ``settle.py``) and no
 file in them is still open for writing (``open_writers.py``): while a copy is
 in progress, even one paused for longer than a poll, the model keeps serving
 exactly what it served. A failed

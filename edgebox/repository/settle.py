@@ -8,8 +8,9 @@ atomic rename: either the poller saw the rename's mark (see
 it changed since well before the previous poll. ctime counts because copies that
 preserve mtimes (``cp -a``, rsync) cannot preserve it. The folder's own mtime is
 part of the fingerprint, so a file appearing or vanishing counts as a change.
-Something absent (an empty fingerprint, e.g. a model folder without its config
-yet) settles once it has stayed absent for two polls.
+Something absent (an empty fingerprint, e.g. a model folder without its config,
+which a config-less model is) settles once it has stayed absent for two polls,
+or at first sight in a folder renamed into place complete.
 File times come from the kernel's coarse clock, a few milliseconds behind
 ``time.time_ns()``; ``CLOCK_MARGIN_NS`` keeps a file written during a scan from
 passing as older than that scan.
@@ -52,8 +53,10 @@ class SettleTracker:
             before = self._previous.get(path)
             if before == fingerprint or (
                 before is None
-                and fingerprint
-                and (path in renamed_in or self._arrived_complete(fingerprint))
+                and (
+                    path in renamed_in
+                    or (bool(fingerprint) and self._arrived_complete(fingerprint))
+                )
             ):
                 ready.add(path)
         self._previous = dict(prints)

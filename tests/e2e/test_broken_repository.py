@@ -66,7 +66,7 @@ def broken(tmp_path_factory):
     write_model(repo, "hanging", PYTHON_XY_CONFIG.format(name="hanging"), {"1/model.py": HANGING_MODEL})
 
     (repo / "no_config" / "1").mkdir(parents=True)
-    build_add_sub(repo / "no_config" / "1" / "model.onnx")
+    (repo / "no_config" / "1" / "weights.bin").write_bytes(b"\0")
     write_model(
         repo,
         "parse_error",
@@ -169,7 +169,11 @@ def assert_good_models_answer(client) -> None:
 @pytest.mark.parametrize(
     ("model", "expected"),
     [
-        ("no_config", "no_config/config.pbtxt: no config.pbtxt: every model folder needs one"),
+        (
+            "no_config",
+            "no_config: no config.pbtxt, and no version folder holds a model file to tell the "
+            "backend from (looked for 'model.onnx', 'model.plan', 'model.py')",
+        ),
         (
             "parse_error",
             'parse_error/config.pbtxt:3:31: \'input [ { name: "a" dims: [ 1 2 ] } ]\': Expected ",".',

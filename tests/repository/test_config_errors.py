@@ -128,11 +128,10 @@ def test_bad_enum_value_is_located_at_the_value(tmp_path: Path) -> None:
 
 
 def test_missing_config_file_is_named(tmp_path: Path) -> None:
-    (tmp_path / "m" / "1").mkdir(parents=True)
-    with pytest.raises(ConfigError) as info:
-        read_model_config(tmp_path / "m")
     path = tmp_path / "m" / "config.pbtxt"
-    assert str(info.value) == f"{path}: no config.pbtxt: every model folder needs one"
+    with pytest.raises(ConfigError) as info:
+        parse_model_config_file(path, "m")
+    assert str(info.value) == f"{path}: no such file"
 
 
 # ------------------------------------------------------------------ semantic rules

@@ -281,3 +281,78 @@ def test_a_new_model_renamed_into_place_is_loaded_on_the_first_poll(tmp_path, ma
     staging.rename(tmp_path / "new_model")
     poller.poll_once()
     assert manager.take_calls() == [("load_model", "new_model", [1])]
+
+
+def add_model_without_config(root: Path, name: str, versions: tuple[int, ...] = (1,)) -> Path:
+    model = root / name
+    model.mkdir(parents=True)
+    for version in versions:
+        add_version(model, version)
+    return model
+
+
+def test_new_model_without_config_is_loaded_once_its_version_settles(
+    tmp_path, manager, primed
+) -> None:
+    poller = primed()
+    add_model_without_config(tmp_path, "add_sub")
+    poller.poll_once()
+    assert manager.take_calls() == []
+    poller.poll_once()
+    assert manager.take_calls() == [("load_model", "add_sub", [1])]
+    poller.poll_once()
+    assert manager.take_calls() == []
+
+
+def test_model_without_config_is_not_loaded_while_its_version_is_still_copied(
+    tmp_path, manager, primed
+) -> None:
+    poller = primed()
+    model = tmp_path / "add_sub"
+    model.mkdir()
+    (model / "1").mkdir()
+    with open(model / "1" / "model.onnx", "wb") as copy:
+        copy.write(b"first half")
+        copy.flush()
+        for _ in range(3):
+            poller.poll_once()
+        assert manager.take_calls() == [], "a half-written model file was handed to the manager"
+        copy.write(b" second half")
+    poller.poll_once()
+    poller.poll_once()
+    assert manager.take_calls() == [("load_model", "add_sub", [1])]
+
+
+def test_a_new_model_without_config_renamed_into_place_is_loaded_on_the_first_poll(
+    tmp_path, manager, primed
+) -> None:
+    poller = primed()
+    staging = add_model_without_config(tmp_path, ".new_model.partial")
+    os.utime(staging, ns=(0, os.stat(staging).st_mtime_ns - 5_000_000))
+    staging.rename(tmp_path / "new_model")
+    poller.poll_once()
+    assert manager.take_calls() == [("load_model", "new_model", [1])]
+
+
+def test_config_written_into_a_model_without_one_reloads_it_once_settled(
+    tmp_path, manager, primed
+) -> None:
+    model = add_model_without_config(tmp_path, "add_sub")
+    poller = primed()
+    (model / "config.pbtxt").write_bytes(CONFIG)
+    poller.poll_once()
+    assert manager.take_calls() == []
+    poller.poll_once()
+    assert manager.take_calls() == [("load_model", "add_sub", [1])]
+
+
+def test_config_removed_from_a_served_model_reloads_it_from_its_files(
+    tmp_path, manager, primed
+) -> None:
+    model = add_model(tmp_path, "add_sub")
+    poller = primed()
+    (model / "config.pbtxt").unlink()
+    poller.poll_once()
+    assert manager.take_calls() == []
+    poller.poll_once()
+    assert manager.take_calls() == [("load_model", "add_sub", [1])]

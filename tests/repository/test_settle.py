@@ -124,6 +124,14 @@ def test_something_absent_settles_once_absent_for_two_polls() -> None:
     assert tracker.settled(missing_config, T0 + 2 * SECOND_NS) == {Path("/repo/m/config.pbtxt")}
 
 
+def test_something_absent_from_a_folder_renamed_into_place_settles_at_first_sight() -> None:
+    tracker = SettleTracker()
+    tracker.prime({}, T0)
+    missing_config = {Path("/repo/m/config.pbtxt"): ()}
+    renamed = {Path("/repo/m/config.pbtxt")}
+    assert tracker.settled(missing_config, T0 + 2 * SECOND_NS, renamed) == renamed
+
+
 def test_primed_folders_count_as_seen(tmp_path: Path) -> None:
     (tmp_path / "m" / "1").mkdir(parents=True)
     (tmp_path / "m" / "1" / "model.onnx").write_bytes(b"onnx")

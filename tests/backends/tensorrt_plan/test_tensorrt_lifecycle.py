@@ -104,3 +104,15 @@ def test_failed_load_leaves_no_context_behind(jetson, served) -> None:
         manager.load_model("lane")
     assert registry.statuses("lane")[1].state is ModelState.UNAVAILABLE
     assert jetson.cuda.retained == 0
+
+
+def test_engine_without_a_config_loads_with_the_config_completed_from_it(jetson, served) -> None:
+    manager, registry, dataplane = served
+    (jetson.write_model("lane") / "config.pbtxt").unlink()
+    manager.load_model("lane")
+    config = registry.get("lane").config
+    assert (config.name, config.platform, config.backend) == ("lane", "tensorrt_plan", "tensorrt")
+    assert [t.name for t in config.input] == ["x"]
+    x = np.arange(4, dtype=np.float32).reshape(1, 4)
+    response = dataplane.infer(InferRequest("lane", [Tensor("x", "FP32", x)]))
+    np.testing.assert_array_equal(response.outputs[0].data, x * 2)
