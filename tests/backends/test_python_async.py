@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from daemon_process import wait_for
 from edgebox.backends.base import InstanceSpec, ModelContext
 from edgebox.backends.python import Backend
+from edgebox.backends.python.isolation import IsolationOptions
 from edgebox.repository.config import read_model_config
 from edgebox.tensors import InferRequest, InferResponse, Tensor
 from fakes import blocking_gate
@@ -34,12 +36,14 @@ def load_model(tmp_path):
     unloads it at teardown."""
     loaded: list[tuple[Backend, ModelContext, object]] = []
 
-    def load(model_py: str, config: str, name: str = "m", infer=None) -> LoadedModel:
+    def load(
+        model_py: str, config: str, name: str = "m", infer=None, isolation: str = "in_process"
+    ) -> LoadedModel:
         model_dir = write_model(tmp_path, name, config, {"1/model.py": textwrap.dedent(model_py)})
         context = ModelContext(
             name, 1, read_model_config(model_dir), model_dir, model_dir / "1", infer=infer
         )
-        backend = Backend()
+        backend = Backend(IsolationOptions(mode=isolation, finalize_timeout_s=5.0))
         backend.complete_config(context)
         instance = backend.load_instance(context, InstanceSpec(f"{name}_0", "CPU"))
         loaded.append((backend, context, instance))
@@ -192,6 +196,28 @@ def test_async_exec_calls_gathered_run_at_the_same_time(load_model) -> None:
     )
     assert isinstance(result, InferResponse), result
     np.testing.assert_array_equal(result.output("OUT").data, [4, 8])
+
+
+def test_isolated_async_execute_gathers_async_exec_calls_one_at_a_time(load_model) -> None:
+    """An isolated model's BLS calls share one channel to the daemon, so the
+    gathered calls take turns (the documented limit) and both answer."""
+
+    def infer(request: InferRequest) -> InferResponse:
+        time.sleep(0.02)  # the other call's turn comes while this one is served
+        factor = 3 if request.model_name == "left" else 2
+        x = request.input("X").data
+        return InferResponse(request.model_name, "1", outputs=[Tensor("Y", "FP32", x * factor)])
+
+    left_minus_right = GATHER_MODEL.replace(
+        "total = sum(", "total = (lambda left, right: left - right)(*list("
+    ).replace("for a in (left, right))", "for a in (left, right)))")
+    model = load_model(left_minus_right, ECHO_CONFIG, infer=infer, isolation="process")
+    for _ in range(8):
+        (result,) = model.infer(
+            InferRequest("m", [Tensor("IN", "FP32", np.array([1, 2], dtype=np.float32))])
+        )
+        assert isinstance(result, InferResponse), result
+        np.testing.assert_array_equal(result.output("OUT").data, [1, 2])
 
 
 def test_async_execute_keeps_one_event_loop_per_instance(load_model) -> None:

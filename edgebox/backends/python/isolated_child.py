@@ -72,6 +72,7 @@ class ChildServer:
         self._inputs: TensorRegion | None = None
         self._outputs: TensorRegion | None = None
         self._out_of_memory: MemoryError | None = None
+        self._bls_lock = threading.Lock()
 
     def serve(self) -> int:
         while True:
@@ -233,13 +234,17 @@ class ChildServer:
 
     def _bls(self, request: InferRequest) -> InferResponse:
         """A BLS call from the model: sent to the daemon, which runs it as any
-        request and answers with the response or its error."""
+        request and answers with the response or its error. Calls from
+        several threads (``async_exec`` calls gathered by an ``async def
+        execute`` run on a thread pool) take turns: the channel carries one
+        exchange at a time, so an isolated model's BLS calls never overlap."""
         descriptors, sources, end = layout(request.inputs)
         payload = bytearray(end)
         write(payload, descriptors, sources)
         message = {"op": "infer", "request": request_header(request, descriptors)}
-        self._channel.send(message, payload)
-        header, payload, fds = self._channel.recv()
+        with self._bls_lock:
+            self._channel.send(message, payload)
+            header, payload, fds = self._channel.recv()
         for fd in fds:
             os.close(fd)
         if header.get("op") != "infer_result":
