@@ -62,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default=keep, help="address to bind (default 0.0.0.0)")
     serve.add_argument(
+        "--server-name",
+        default=keep,
+        help="name in server metadata (default edgebox; 'triton' for clients that check it)",
+    )
+    serve.add_argument(
         "--http-port", default=keep, help="HTTP port (default 8000; 0 = any free port)"
     )
     serve.add_argument(

@@ -71,6 +71,7 @@ class Daemon:
             self.manager,
             control_mode=settings.model_control_mode,
             strict_readiness=settings.strict_readiness,
+            server_name=settings.server_name,
             result_tap=result_tap(self.bus) if settings.mqtt is not None else None,
         )
         self.access = AccessPolicy.from_settings(

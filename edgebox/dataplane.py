@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 
@@ -28,9 +29,16 @@ from edgebox.dataplane_results import (
     TensorMetadata,
     VersionStatistics,
 )
-from edgebox.errors import EdgeboxError, InvalidArgument, NotFound, Unsupported
+from edgebox.errors import (
+    Cancelled,
+    ConfigError,
+    EdgeboxError,
+    InvalidArgument,
+    NotFound,
+    Unsupported,
+)
 from edgebox.lifecycle.manager import LifecycleManager
-from edgebox.lifecycle.registry import ModelRegistry, ServedModel
+from edgebox.lifecycle.registry import UNKNOWN_MODEL, ModelRegistry, ServedModel
 from edgebox.lifecycle.states import ModelState
 from edgebox.log_settings import LogSettings
 from edgebox.repository.config import config_from_json
@@ -75,8 +83,10 @@ class DataPlane:
         strict_readiness: bool = False,
         log_settings: LogSettings | None = None,
         result_tap: ResultTap | None = None,
+        server_name: str = "edgebox",
     ) -> None:
         self._registry = registry
+        self._server_name = server_name
         self._result_tap = result_tap
         self._log_settings = log_settings or LogSettings()
         self._trace_settings = TraceSettings()
@@ -109,7 +119,9 @@ class DataPlane:
         return True
 
     def server_metadata(self) -> ServerMetadata:
-        return ServerMetadata("edgebox", __version__, tuple(EXTENSIONS))
+        """``name`` is the ``server_name`` setting: "triton" for clients that
+        check it (NVIDIA's examples do)."""
+        return ServerMetadata(self._server_name, __version__, tuple(EXTENSIONS))
 
     # -- logging and trace extensions ----------------------------------------
 
@@ -135,13 +147,13 @@ class DataPlane:
 
     def _check_known(self, model: str) -> None:
         if model not in self._registry.model_names():
-            raise NotFound(f"unknown model '{model}'")
+            raise NotFound(f"{UNKNOWN_MODEL}: '{model}' is not found")
 
     # -- models ------------------------------------------------------------
 
     def model_ready(self, name: str, version: str = "") -> bool:
-        if name not in self._registry.model_names():
-            raise NotFound(f"unknown model '{name}'")
+        """False for an unknown model or version as for one not ready: Triton
+        tells them apart in no transport."""
         return self._registry.is_ready(name, version)
 
     def model_metadata(self, name: str, version: str = "") -> ModelMetadata:
@@ -241,15 +253,20 @@ class DataPlane:
     def statistics(self, name: str = "", version: str = "") -> list[VersionStatistics]:
         """One entry per served version: of ``name`` (only ``version`` when
         given), or of every model when ``name`` is empty, by name then version.
-        A model the registry knows with no version served has none; a name it
-        does not know is NotFound."""
+        A named model with no version served, or a named version not served,
+        is InvalidArgument with Triton's text."""
         if name:
+            served = self._registry.served_versions(name)
+            if not served:
+                raise InvalidArgument(f"requested model '{name}' is not available")
             if version:
-                served_list = [self._registry.get(name, version)]
+                try:
+                    served_list = [self._registry.get(name, version)]
+                except EdgeboxError:
+                    raise InvalidArgument(
+                        f"requested model version is not available for model '{name}'"
+                    ) from None
             else:
-                served = self._registry.served_versions(name)
-                if not served and name not in self._registry.model_names():
-                    raise NotFound(f"unknown model '{name}'")
                 served_list = [served[v] for v in sorted(served)]
         else:
             served_list = [
@@ -293,9 +310,26 @@ class DataPlane:
         """The repository extension's load. ``name`` must be one folder name in
         the repository, and an override config is held to the same rules as a
         ``config.pbtxt`` (every path it names stays in the model folder), so a
-        client can neither read files outside the repository nor run them."""
+        client can neither read files outside the repository nor run them.
+
+        Failures are InvalidArgument worded as Triton's, edgebox's reason
+        after them: ``failed to load 'NAME', failed to poll from model
+        repository: ...`` when no config can be had (no such folder, a
+        ``config.pbtxt`` or override that does not parse; Triton answers 500
+        there, edgebox 400: the request is the mistake), and ``load failed for
+        model 'NAME': ...`` when the model did not load."""
         self._require_explicit_mode()
         check_model_name(name)
+        try:
+            self._load_model(name, parameters)
+        except (Cancelled, Unsupported):
+            raise
+        except EdgeboxError as exc:
+            if self._stopping.is_set():
+                raise
+            raise _load_refusal(name, exc) from None
+
+    def _load_model(self, name: str, parameters: dict | None) -> None:
         parameters = parameters or {}
         files = [key for key in parameters if key.startswith("file:")]
         if files:
@@ -308,12 +342,19 @@ class DataPlane:
             text = parameters["config"]
             if not isinstance(text, str):
                 text = json.dumps(text)
-            config = config_from_json(text, name, self._manager.repository / name)
+            try:
+                config = config_from_json(text, name, self._manager.repository / name)
+            except EdgeboxError as exc:
+                raise _PollFailure(str(exc)) from None
         self._manager.load_model(name, config, retry_failed=True)
 
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
+        """As in Triton, unloading a model that is not loaded (or not in the
+        repository at all) does nothing and succeeds."""
         self._require_explicit_mode()
         check_model_name(name)
+        if name not in self._registry.model_names():
+            return
         self._manager.unload_model(name, unload_dependents)
 
     # -- rollback (poll mode; docs/dashboard.md) ------------------------------
@@ -359,6 +400,26 @@ class DataPlane:
                 "model load and unload requests need --model-control-mode explicit; this "
                 f"server runs in '{self._control_mode}' mode"
             )
+
+
+class _PollFailure(EdgeboxError):
+    """A load request's config could not be had (Triton: the poll failed)."""
+
+
+def _load_refusal(name: str, error: EdgeboxError) -> InvalidArgument:
+    """Triton 2.51's texts for a failed load, edgebox's reason after them."""
+    if isinstance(error, (_PollFailure, ConfigError, NotFound)):
+        return InvalidArgument(
+            f"failed to load '{name}', failed to poll from model repository: {error}"
+        )
+    reason = str(error)
+    own = f"model '{name}': "
+    if reason.startswith(own):
+        reason = reason[len(own) :]
+    version = re.match(rf"model '{re.escape(name)}' version (\d+): ", reason)
+    if version is not None:
+        reason = f"version {version.group(1)} is at UNAVAILABLE state: {reason[version.end() :]}"
+    return InvalidArgument(f"load failed for model '{name}': {reason}")
 
 
 class _ServedResponses:

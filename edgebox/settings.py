@@ -137,6 +137,10 @@ class Settings:
     """Models to load at start in explicit mode; ``*`` means all."""
     host: str = "0.0.0.0"
     """Address the HTTP and gRPC services bind."""
+    server_name: str = "edgebox"
+    """The ``name`` in server metadata (``GET /v2``, gRPC ``ServerMetadata``).
+    Clients written for Triton that check ``name == "triton"`` (NVIDIA's own
+    examples do) need ``triton`` here; the default says which server answers."""
     http_port: int = 8000
     """HTTP port (KServe v2); 0 picks a free port and logs it."""
     http_max_connections: int = 1024
@@ -536,6 +540,8 @@ def _validate(settings: Settings, sources: dict[str, str]) -> None:
             "model_control_mode",
             f"must be one of {', '.join(CONTROL_MODES)}, got '{settings.model_control_mode}'",
         )
+    if not settings.server_name.strip():
+        raise fail("server_name", "must not be empty")
     if settings.repository_poll_secs <= 0:
         raise fail("repository_poll_secs", f"must be > 0, got {settings.repository_poll_secs}")
     if not 0 <= settings.http_port <= 65535:

@@ -118,7 +118,7 @@ def test_an_unknown_model_is_one_final_not_found_never_raised():
     dataplane.infer_stream(request("nope"), sink)
     assert (sink.only_final.code, str(sink.only_final)) == (
         ErrorCode.NOT_FOUND,
-        "unknown model 'nope'",
+        "Request for unknown model: 'nope' is not found",
     )
 
 

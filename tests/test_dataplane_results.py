@@ -21,7 +21,7 @@ from edgebox.dataplane_results import (
     TensorMetadata,
     VersionStatistics,
 )
-from edgebox.errors import EdgeboxError, NotFound
+from edgebox.errors import EdgeboxError, InvalidArgument
 from edgebox.lifecycle.states import ModelState
 from edgebox.tensors import InferRequest, Tensor
 from model_fixtures import add_add_sub, write_model
@@ -118,9 +118,15 @@ def test_statistics_fill_grpc_model_statistics_without_a_dict(loaded):
 def test_statistics_list_served_versions_and_none_for_a_model_that_failed(loaded):
     assert [(e.name, e.version) for e in loaded.statistics()] == [("add_sub", "2")]
     assert loaded.statistics("add_sub", "2")[0].version == "2"
-    assert loaded.statistics("bad") == []
-    with pytest.raises(NotFound, match=r"^unknown model 'idle'$"):
+    with pytest.raises(InvalidArgument, match=r"^requested model 'bad' is not available$"):
+        loaded.statistics("bad")
+    with pytest.raises(InvalidArgument, match=r"^requested model 'idle' is not available$"):
         loaded.statistics("idle")
+    with pytest.raises(
+        InvalidArgument,
+        match=r"^requested model version is not available for model 'add_sub'$",
+    ):
+        loaded.statistics("add_sub", "1")
 
 
 def test_repository_index_is_typed_entries(tmp_path, loaded):

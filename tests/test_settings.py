@@ -601,3 +601,19 @@ def test_cross_field_mqtt_problem_names_the_source_of_the_field() -> None:
         "setting 'mqtt.key_file' from EDGEBOX_MQTT_KEY_FILE: needs an mqtts:// or wss:// url, "
         "got mqtt://"
     )
+
+
+def test_server_name_defaults_to_edgebox_and_is_set_by_each_layer(no_default_file) -> None:
+    from edgebox.cli import build_parser
+
+    assert Settings().server_name == "edgebox"
+    assert load_settings({}, environ={"EDGEBOX_SERVER_NAME": "triton"}).server_name == "triton"
+    args = vars(build_parser().parse_args(["serve", "--server-name", "triton"]))
+    assert args["server_name"] == "triton"
+    assert load_settings({"server_name": "triton"}, environ={}).server_name == "triton"
+
+
+def test_empty_server_name_is_refused(no_default_file) -> None:
+    assert settings_error(flags={"server_name": ""}) == (
+        "setting 'server_name' (--server-name): must not be empty"
+    )

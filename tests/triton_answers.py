@@ -38,6 +38,63 @@ Loading an ensemble loads its steps; ``unload_dependents`` unloads the steps
 nothing else uses and nobody loaded by name; unloading a step unloads the
 ensembles that use it."""
 
+UNKNOWN_MODEL_HTTP = {
+    "metadata": (404, "Request for unknown model: 'nosuch' is not found"),
+    "config": (404, "Request for unknown model: 'nosuch' is not found"),
+    "infer": (404, "Request for unknown model: 'nosuch' is not found"),
+    "ready": (400, "Model version not ready"),
+    "stats": (400, "requested model 'nosuch' is not available"),
+}
+"""Each model endpoint of a name the server does not know, over HTTP: status
+and ``error`` text. Infer answers before reading the body (garbage gets the
+same 404). gRPC: NOT_FOUND with the same text for metadata, config and infer,
+INVALID_ARGUMENT for statistics, and ``ready: false`` (no error) for ready."""
+
+UNKNOWN_VERSION = "Request for unknown model: 'multiply' version 3 is not found"
+"""Metadata, config or infer of a version the model does not have: 404 (gRPC
+NOT_FOUND); its statistics: 400 ``requested model version is not available for
+model 'multiply'``."""
+
+NO_AVAILABLE_VERSION = "Request for unknown model: 'broken' has no available versions"
+"""Metadata, config or infer (no version asked) of a model whose load failed,
+or that was unloaded: 404 (gRPC NOT_FOUND); statistics 400 ``requested model
+'broken' is not available``."""
+
+VERSION_NOT_READY = "Request for unknown model: 'broken' version 1 is not at ready state"
+"""Metadata, config or infer of that model's version 1 (failed or unloaded):
+503 (gRPC UNAVAILABLE)."""
+
+LOAD_ANSWERS = {
+    "unknown name": (500, "failed to load 'nosuch', failed to poll from model repository"),
+    "unparsable config.pbtxt": (
+        500,
+        "failed to load 'badpb', failed to poll from model repository",
+    ),
+    "malformed parameters.config": (
+        500,
+        "failed to load 'multiply', failed to poll from model repository",
+    ),
+    "initialize raises": (
+        400,
+        "load failed for model 'broken': version 1 is at UNAVAILABLE state: Internal: "
+        "RuntimeError: boom\n\nAt:\n  /tmp/h13/repo/broken/1/model.py(3): initialize\n;\n",
+    ),
+    "no version folder": (
+        400,
+        "load failed for model 'noversion': at least one version must be available under "
+        "the version policy of model 'noversion'\n",
+    ),
+}
+"""``POST /v2/repository/models/NAME/load`` answers (gRPC: INTERNAL for the
+500s, INVALID_ARGUMENT for the 400s, same texts). Every malformed override
+(not JSON, unknown field, wrong type, another name, empty) gives the same
+poll text; the reason is only in Triton's log (``Invalid config override:
+...``). ``unload`` of a name that is not loaded, or not in the repository at
+all: 200 with an empty body (gRPC OK)."""
+
+SERVER_NAME = "triton"
+"""``GET /v2`` / gRPC ServerMetadata ``name``."""
+
 CONFIGLESS_PYTHON_MODEL_PY = """
 import triton_python_backend_utils as pb_utils
 

@@ -27,6 +27,9 @@ from edgebox.signature import ModelSignature
 
 log = logging.getLogger(__name__)
 
+UNKNOWN_MODEL = "Request for unknown model"
+"""How Triton's answers for a model or version that cannot serve begin."""
+
 
 @dataclass
 class ServedModel:
@@ -97,8 +100,9 @@ class ModelRegistry:
         """The version to run a request on, counted in flight until ``exit()``.
 
         ``version`` "" means the default: the highest READY version. Raises
-        NotFound for an unknown model or version, Unavailable for one that is
-        known but not ready (with its reason).
+        NotFound for an unknown model or version and for a model with no
+        version serving, Unavailable for a named version that is known but
+        not ready (with its reason), as Triton does.
         """
         with self._lock:
             if version:
@@ -202,25 +206,29 @@ class ModelRegistry:
             self._default.pop(name, None)
 
     def _not_servable(self, name: str, version: int | None) -> EdgeboxError:
+        """Triton's answers, word for word up to edgebox's detail in brackets
+        or after a colon: clients (tritonclient's examples among them) match
+        on ``startswith("Request for unknown model")``. As in Triton, a model
+        with no version serving is NotFound, a named version that is known
+        but not ready is Unavailable."""
+        prefix = f"{UNKNOWN_MODEL}: '{name}'"
         statuses = self._status.get(name)
         if not statuses and name not in self._served:
-            return NotFound(f"unknown model '{name}'")
+            return NotFound(f"{prefix} is not found")
         if version is not None:
             status = statuses.get(version) if statuses else None
             if status is None:
-                return NotFound(f"model '{name}' has no version {version}")
+                return NotFound(f"{prefix} version {version} is not found")
             return Unavailable(
-                f"model '{name}' version {version} is not ready: {_describe(status)}"
+                f"{prefix} version {version} is not at ready state: {_describe(status)}"
             )
         problems = [(v, s) for v, s in (statuses or {}).items() if s.state is not ModelState.READY]
         if problems:
             problems.sort(key=lambda item: -1 if item[0] is None else item[0], reverse=True)
             version_label, status = problems[0]
             which = f"version {version_label}" if version_label is not None else "model"
-            return Unavailable(
-                f"model '{name}' has no ready version ({which} is {_describe(status)})"
-            )
-        return Unavailable(f"model '{name}' has no ready version")
+            return NotFound(f"{prefix} has no available versions ({which} is {_describe(status)})")
+        return NotFound(f"{prefix} has no available versions")
 
 
 def _describe(status: VersionStatus) -> str:

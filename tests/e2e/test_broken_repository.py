@@ -189,7 +189,8 @@ def assert_good_models_answer(client) -> None:
         ("wrong_dtype", "input 'INPUT0': config says TYPE_INT32, model has TYPE_FP32"),
         (
             "pipeline_on_broken",
-            "ensemble step model 'half_copied' is not available: model 'half_copied' has no ready version",
+            "ensemble step model 'half_copied' is not available: "
+            "Request for unknown model: 'half_copied' has no available versions",
         ),
     ],
 )
@@ -202,7 +203,12 @@ def test_broken_model_reports_reason_and_others_serve(client, broken, model, exp
             model,
             [httpclient.InferInput("X", [2], "FP32").set_data_from_numpy(np.zeros(2, np.float32))],
         )
-    assert error.value.status() == "503"
+    # Triton 2.51: a model with no version serving is 404 "has no available versions".
+    assert error.value.status() == "404"
+    assert error.value.message().startswith(
+        f"Request for unknown model: '{model}' has no available versions ("
+    )
+    assert reason in error.value.message()
     assert_good_models_answer(client)
 
 

@@ -179,6 +179,7 @@ def test_absolute_default_model_filename_is_refused_and_not_run(box, client) -> 
     error = refused_load(client, "victim", {**VICTIM, "default_model_filename": str(evil)})
     assert error.status() == "400"
     assert error.message() == (
+        "failed to load 'victim', failed to poll from model repository: "
         f"load request config for 'victim': default_model_filename '{evil}' is outside the "
         "model folder"
     )
@@ -196,6 +197,7 @@ def test_label_file_outside_the_model_folder_is_refused_and_never_served(
     error = refused_load(client, "victim", {**VICTIM, "output": [output]})
     assert error.status() == "400"
     assert error.message() == (
+        "failed to load 'victim', failed to poll from model repository: "
         f"load request config for 'victim': output 'Y': label_filename '{labels}' is outside "
         "the model folder"
     )
@@ -210,6 +212,7 @@ def test_session_entry_that_writes_a_file_is_refused_and_the_file_is_untouched(b
     )
     assert error.status() == "400"
     assert error.message() == (
+        "failed to load 'add_sub', failed to poll from model repository: "
         f"load request config for 'add_sub': parameter '{key}' makes ONNX Runtime read or "
         "write files, which a model config may not ask for"
     )
@@ -232,6 +235,7 @@ def test_warmup_file_outside_the_warmup_folder_is_refused_unread(box, client, fi
     error = refused_load(client, "victim", {**VICTIM, "model_warmup": [warmup]})
     assert error.status() == "400"
     assert error.message() == (
+        "failed to load 'victim', failed to poll from model repository: "
         f"load request config for 'victim': model_warmup 'w', input 'X': input_data_file "
         f"'{filename}' is outside the model's warmup folder"
     )

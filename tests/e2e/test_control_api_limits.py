@@ -172,7 +172,7 @@ def test_a_billion_warmup_requests_are_refused_and_other_loads_go_on(explicit):
     error = refused(explicit, "quick", {**XY, "model_warmup": warmup(10**9)})
     assert error.status() == "400"
     assert error.message() == (
-        "model 'quick': model_warmup asks for 1000000000 requests in all (the sum of every "
+        "load failed for model 'quick': model_warmup asks for 1000000000 requests in all (the sum of every "
         "entry's count), more than the 1000 allowed (setting 'max_warmup_requests')"
     )
     assert "state" not in index_entry(explicit, "quick"), "a refused override changed the model"
@@ -184,14 +184,14 @@ def test_ensemble_overrides_that_reach_themselves_are_refused(explicit):
     error = refused(explicit, "a", ensemble("a"))
     assert (error.status(), error.message()) == (
         "400",
-        "ensemble 'a': steps form a cycle 'a' -> 'a'",
+        "load failed for model 'a': ensemble 'a': steps form a cycle 'a' -> 'a'",
     )
     explicit.load_model("a", config=json.dumps(ensemble("echo")))
     explicit.load_model("b", config=json.dumps(ensemble("a")))
     error = refused(explicit, "a", ensemble("b"))
     assert (error.status(), error.message()) == (
         "400",
-        "ensemble 'a': steps form a cycle 'a' -> 'b' -> 'a'",
+        "load failed for model 'a': ensemble 'a': steps form a cycle 'a' -> 'b' -> 'a'",
     )
     assert echoes(explicit, "b", input_name="IN"), "the refused override changed what 'a' runs"
 
@@ -201,7 +201,7 @@ def test_instances_and_threads_over_the_caps_are_refused(explicit):
     error = refused(explicit, "quick", crowd)
     assert (error.status(), error.message()) == (
         "400",
-        "model 'quick': instance_group asks for 100000 instances, more than the 16 allowed "
+        "load failed for model 'quick': instance_group asks for 100000 instances, more than the 16 allowed "
         "per model (setting 'max_instances_per_model')",
     )
     threads = {"parameters": {"intra_op_thread_count": {"string_value": "800"}}}
@@ -209,7 +209,8 @@ def test_instances_and_threads_over_the_caps_are_refused(explicit):
     error = refused(explicit, "add_sub", add_sub)
     assert error.status() == "400"
     assert error.message() == (
-        "model 'add_sub': model 'add_sub' version 1: parameter 'intra_op_thread_count' is 800, "
+        "load failed for model 'add_sub': version 1 is at UNAVAILABLE state: "
+        "parameter 'intra_op_thread_count' is 800, "
         "more than the 4 threads allowed per instance (setting 'max_threads_per_instance')"
     )
     assert not explicit.is_model_ready("add_sub")

@@ -131,7 +131,7 @@ def test_trace_settings_of_an_unknown_model_are_not_found(client):
     with pytest.raises(InferenceServerException) as raised:
         client.get_trace_settings(model_name="nope")
     assert raised.value.status() == "StatusCode.NOT_FOUND"
-    assert raised.value.message() == "unknown model 'nope'"
+    assert raised.value.message() == "Request for unknown model: 'nope' is not found"
 
 
 def test_server_metadata_lists_logging_and_trace(client):

@@ -221,7 +221,7 @@ def test_grpc_aio_errors_carry_the_status(daemon):
 
     error = asyncio.run(scenario())
     assert error.status() == "StatusCode.NOT_FOUND"
-    assert "unknown model 'nope'" in error.message()
+    assert error.message() == "Request for unknown model: 'nope' is not found"
 
 
 # -- strings (simple_grpc_string_infer_client, simple_http_string_infer_client) ----------------

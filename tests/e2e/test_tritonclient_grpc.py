@@ -109,7 +109,7 @@ def test_versioned_calls_pick_the_version(client):
     assert result.get_response().model_version == "2"
     error = raised(client.infer, "add_sub_v2", inputs, model_version="1")
     assert error.status() == "StatusCode.NOT_FOUND"
-    assert error.message() == "model 'add_sub_v2' has no version 1"
+    assert error.message() == "Request for unknown model: 'add_sub_v2' version 1 is not found"
 
 
 # -- inference ----------------------------------------------------------------------------
@@ -215,8 +215,8 @@ def test_stream_answers_every_request_once_and_errors_in_the_stream(client):
             else:
                 results[result.get_response().id] = result.as_numpy("OUTPUT0")
         assert sorted(errors) == [
+            "Request for unknown model: 'nope' is not found",
             "model 'add_sub' version 1, input 'INPUT0': expected datatype FP32, got FP16",
-            "unknown model 'nope'",
         ]
         assert sorted(results) == sorted(sums)
         for request_id, total in sums.items():
@@ -271,7 +271,10 @@ def test_statistics_count_requests(client):
     every = client.get_inference_statistics()
     assert {"add_sub", "multiply", "square_diff"} <= {s.name for s in every.model_stats}
     error = raised(client.get_inference_statistics, "nope")
-    assert (error.status(), error.message()) == ("StatusCode.NOT_FOUND", "unknown model 'nope'")
+    assert (error.status(), error.message()) == (
+        "StatusCode.INVALID_ARGUMENT",
+        "requested model 'nope' is not available",
+    )
 
 
 def test_cuda_shared_memory_is_answered_unimplemented(client):
@@ -294,8 +297,11 @@ def test_repository_index_load_and_unload(client):
     client.load_model("multiply")
     assert client.is_model_ready("multiply")
     error = raised(client.load_model, "nope")
-    assert error.status() == "StatusCode.NOT_FOUND"
-    assert error.message() == "no model folder 'nope' in the model repository"
+    assert error.status() == "StatusCode.INVALID_ARGUMENT"
+    assert error.message() == (
+        "failed to load 'nope', failed to poll from model repository: "
+        "no model folder 'nope' in the model repository"
+    )
 
 
 def test_load_with_config_override(client):

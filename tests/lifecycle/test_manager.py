@@ -165,7 +165,8 @@ def test_ensemble_with_missing_step_model_is_unavailable(tmp_path, stack):
     reason = stack.registry.statuses("pipe")[1].reason
     assert (
         reason
-        == "model 'pipe' version 1: ensemble step model 'absent' is not available: unknown model 'absent'"
+        == "model 'pipe' version 1: ensemble step model 'absent' is not available: "
+        "Request for unknown model: 'absent' is not found"
     )
 
 
@@ -322,7 +323,9 @@ def test_ensemble_override_whose_step_is_itself_is_refused_and_changes_nothing(t
     before = stack.registry.statuses("inner")
     with pytest.raises(InvalidArgument) as info:
         stack.dataplane.load_model("inner", _override(_ensemble("inner", "inner")))
-    assert str(info.value) == "ensemble 'inner': steps form a cycle 'inner' -> 'inner'"
+    assert str(info.value) == (
+        "load failed for model 'inner': ensemble 'inner': steps form a cycle 'inner' -> 'inner'"
+    )
     _unchanged(stack, "inner", before)
     assert stack.manager.config_of("inner").ensemble_scheduling.step[0].model_name == "echo"
 
@@ -332,7 +335,10 @@ def test_ensemble_override_reaching_itself_through_another_ensemble_is_refused(t
     before = stack.registry.statuses("inner")
     with pytest.raises(InvalidArgument) as info:
         stack.dataplane.load_model("inner", _override(_ensemble("inner", "outer")))
-    assert str(info.value) == "ensemble 'inner': steps form a cycle 'inner' -> 'outer' -> 'inner'"
+    assert str(info.value) == (
+        "load failed for model 'inner': ensemble 'inner': steps form a cycle "
+        "'inner' -> 'outer' -> 'inner'"
+    )
     _unchanged(stack, "inner", before)
     _unchanged(stack, "outer", stack.registry.statuses("outer"))
 
@@ -377,7 +383,7 @@ def test_instance_override_over_the_cap_is_refused_before_counting_them(tmp_path
     _python_model(tmp_path, "many", 1)
     stack.manager.load_model("many")
     override = _override(PYTHON_XY_CONFIG.format(name="many") + GROUPS.format(count=10**9))
-    with pytest.raises(InvalidArgument, match=r"^model 'many': instance_group asks for 1000000000 "):
+    with pytest.raises(InvalidArgument, match=r"^load failed for model 'many': instance_group asks for 1000000000 "):
         stack.dataplane.load_model("many", override)
     assert stack.registry.statuses("many") == {1: VersionStatus(ModelState.READY)}
 

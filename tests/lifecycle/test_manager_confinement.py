@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from edgebox.errors import ConfigError, EdgeboxError, ErrorCode, InvalidArgument
+from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument
 from model_fixtures import PYTHON_XY_CONFIG, write_model
 
 MARKING_MODEL = """
@@ -84,11 +84,11 @@ def test_absolute_default_model_filename_override_is_refused_unrun(tmp_path, sta
     write_model(tmp_path, "victim", PYTHON_XY_CONFIG.format(name="victim"))
     (tmp_path / "victim" / "1").mkdir()
     override = {"backend": "python", "default_model_filename": str(evil)}
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(InvalidArgument) as info:
         stack.dataplane.load_model("victim", {"config": json.dumps(override)})
     assert str(info.value) == (
-        f"load request config for 'victim': default_model_filename '{evil}' is outside the "
-        "model folder"
+        "failed to load 'victim', failed to poll from model repository: load request config "
+        f"for 'victim': default_model_filename '{evil}' is outside the model folder"
     )
     assert not marker.exists()
 

@@ -38,10 +38,10 @@ def test_default_version_is_highest_ready():
 
 def test_unknown_model_and_version_are_not_found():
     registry = ModelRegistry()
-    with pytest.raises(NotFound, match="unknown model 'ghost'"):
+    with pytest.raises(NotFound, match=r"^Request for unknown model: 'ghost' is not found$"):
         registry.acquire("ghost")
     registry.publish(served("m", 1))
-    with pytest.raises(NotFound, match="model 'm' has no version 7"):
+    with pytest.raises(NotFound, match=r"^Request for unknown model: 'm' version 7 is not found$"):
         registry.acquire("m", "7")
     with pytest.raises(InvalidArgument, match="version 'x' is not a version number"):
         registry.acquire("m", "x")
@@ -52,12 +52,14 @@ def test_not_ready_version_reports_its_reason():
     registry.set_status("m", 2, ModelState.UNAVAILABLE, "model.onnx is truncated")
     with pytest.raises(
         Unavailable,
-        match=r"model 'm' version 2 is not ready: UNAVAILABLE: model\.onnx is truncated",
+        match=r"^Request for unknown model: 'm' version 2 is not at ready state: UNAVAILABLE: "
+        r"model\.onnx is truncated$",
     ):
         registry.acquire("m", "2")
     with pytest.raises(
-        Unavailable,
-        match=r"no ready version \(version 2 is UNAVAILABLE: model\.onnx is truncated\)",
+        NotFound,
+        match=r"^Request for unknown model: 'm' has no available versions \(version 2 is "
+        r"UNAVAILABLE: model\.onnx is truncated\)$",
     ):
         registry.acquire("m")
 
@@ -68,7 +70,9 @@ def test_withdrawn_version_takes_no_new_requests_but_finishes_inflight():
     inflight = registry.acquire("m")
     (withdrawn,) = registry.withdraw("m", [1])
     assert withdrawn is inflight
-    with pytest.raises(Unavailable):
+    with pytest.raises(
+        NotFound, match=r"^Request for unknown model: 'm' has no available versions$"
+    ):
         registry.acquire("m")
     assert not withdrawn.wait_drained(timeout_s=0.01)
     finished = threading.Thread(target=inflight.exit)

@@ -158,7 +158,7 @@ def test_model_not_loaded_yet_is_counted_and_the_stream_recovers(tmp_path, stack
     error = wait_for_event(
         statuses, lambda s: s.state is StreamState.MODEL_ERROR, what="model_error"
     )
-    assert error.reason == "unknown model 'late'"
+    assert error.reason == "Request for unknown model: 'late' is not found"
     wait_for(lambda: manager.status()[0].inference_failures >= 3, what="failures to be counted")
 
     write_frame_model(tmp_path, "late")

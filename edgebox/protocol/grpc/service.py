@@ -32,7 +32,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
 from edgebox.dataplane import DataPlane
-from edgebox.errors import EdgeboxError, InvalidArgument, NotFound, Unavailable, Unsupported
+from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable, Unsupported
 from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.grpc import infer_codec, render, settings_codec
 from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
@@ -269,11 +269,8 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     def _model_ready(self, name: str, version: str) -> bool:
         """Triton answers ``ready: false`` for a model it does not know, where
-        its HTTP frontend (and edgebox's) answers an error."""
-        try:
-            return self._dataplane.model_ready(name, version)
-        except NotFound:
-            return False
+        its HTTP frontend (and edgebox's) answers 400 ``Model version not ready``."""
+        return self._dataplane.model_ready(name, version)
 
     def _infer(
         self, message: pb.ModelInferRequest, is_cancelled: Callable[[], bool]

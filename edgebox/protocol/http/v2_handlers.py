@@ -172,7 +172,10 @@ class V2Handlers:
         if action == "":
             return _json(render.model_metadata(self.dataplane.model_metadata(name, version)))
         if action == "ready":
-            return _status(self.dataplane.model_ready(name, version))
+            if self.dataplane.model_ready(name, version):
+                return _status(True)
+            # Triton's words and status for every model or version not ready, known or not.
+            return json_error_response(HTTPStatus.BAD_REQUEST, "Model version not ready")
         if action == "config":
             return _json(render.model_config(self.dataplane.model_config(name, version)))
         if action == "stats":

@@ -135,7 +135,7 @@ def test_trace_setting_of_an_unknown_model_is_404(server):
     for method in ("GET", "POST"):
         response = server.call(method, "/v2/models/nope/trace/setting")
         assert response.status == 404
-        assert error_of(response) == "unknown model 'nope'"
+        assert error_of(response) == "Request for unknown model: 'nope' is not found"
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import triton_answers
+from edgebox import __version__
 from edgebox.backends import BackendCatalog
 from edgebox.dataplane import DataPlane
 from edgebox.events import EventBus
@@ -224,6 +226,7 @@ def test_server_metadata(server):
     assert response.status == 200
     document = json_of(response)
     assert document["name"] == "edgebox"
+    assert document["version"] == __version__
     assert set(document["extensions"]) == {
         "classification",
         "binary_tensor_data",
@@ -261,49 +264,75 @@ def test_model_metadata_and_config(server):
 def test_model_ready(server):
     assert server.call("GET", "/v2/models/add_sub/ready").status == 200
     assert server.call("GET", "/v2/models/add_sub/versions/1/ready").status == 200
-    assert server.call("GET", "/v2/models/add_sub/versions/9/ready").status == 503
-    assert server.call("GET", "/v2/models/broken/ready").status == 503
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/v2/models/add_sub/versions/9/ready", "/v2/models/broken/ready", "/v2/models/nope/ready"],
+)
+def test_model_not_ready_is_400_with_tritons_text(server, path):
+    response = server.call("GET", path)
+    assert (response.status, error_of(response)) == (
+        triton_answers.UNKNOWN_MODEL_HTTP["ready"][0],
+        triton_answers.UNKNOWN_MODEL_HTTP["ready"][1],
+    )
 
 
 # -- errors ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("method", "path"),
+    ("method", "path", "endpoint"),
     [
-        ("GET", "/v2/models/nope"),
-        ("GET", "/v2/models/nope/ready"),
-        ("GET", "/v2/models/nope/config"),
-        ("GET", "/v2/models/nope/stats"),
-        ("GET", "/v2/models/nope/versions/1"),
-        ("POST", "/v2/models/nope/infer"),
+        ("GET", "/v2/models/nope", "metadata"),
+        ("GET", "/v2/models/nope/config", "config"),
+        ("GET", "/v2/models/nope/stats", "stats"),
+        ("GET", "/v2/models/nope/versions/1", "metadata"),
+        ("POST", "/v2/models/nope/infer", "infer"),
     ],
 )
-def test_unknown_model_is_404(server, method, path):
+def test_unknown_model_is_answered_as_triton_does(server, method, path, endpoint):
     response = server.call(method, path, infer_body() if method == "POST" else b"")
-    assert response.status == 404
-    assert error_of(response) == "unknown model 'nope'"
+    status, message = triton_answers.UNKNOWN_MODEL_HTTP[endpoint]
+    assert (response.status, error_of(response)) == (status, message.replace("nosuch", "nope"))
 
 
-def test_unknown_version_is_404(server):
-    response = server.call("POST", "/v2/models/add_sub/versions/9/infer", infer_body())
-    assert response.status == 404
-    assert error_of(response) == "model 'add_sub' has no version 9"
+@pytest.mark.parametrize(
+    "path", ["/v2/models/add_sub/versions/3", "/v2/models/add_sub/versions/3/config"]
+)
+def test_unknown_version_is_404_with_tritons_text(server, path):
+    response = server.call("GET", path)
+    expected = triton_answers.UNKNOWN_VERSION.replace("multiply", "add_sub")
+    assert (response.status, error_of(response)) == (404, expected)
+    response = server.call("POST", "/v2/models/add_sub/versions/3/infer", infer_body())
+    assert (response.status, error_of(response)) == (404, expected)
 
 
-def test_model_that_failed_to_load_is_503_with_its_reason(server):
+def test_statistics_of_an_unknown_version_is_400_with_tritons_text(server):
+    response = server.call("GET", "/v2/models/add_sub/versions/3/stats")
+    assert (response.status, error_of(response)) == (
+        400,
+        "requested model version is not available for model 'add_sub'",
+    )
+
+
+def test_model_that_failed_to_load_has_no_available_versions_with_its_reason(server):
     response = server.call("POST", "/v2/models/broken/infer", infer_body())
-    assert response.status == 503
+    assert response.status == 404
     message = error_of(response)
     assert message.startswith(
-        "model 'broken' has no ready version (version 1 is UNAVAILABLE: model 'broken' version 1"
+        triton_answers.NO_AVAILABLE_VERSION + " (version 1 is UNAVAILABLE: model 'broken' version 1"
     )
     index = json_of(server.call("POST", "/v2/repository/index"))
     (entry,) = [e for e in index if e["name"] == "broken"]
     assert entry["state"] == "UNAVAILABLE"
     assert entry["reason"] and entry["reason"] in message
-    response = server.call("GET", "/v2/models/broken")
-    assert (response.status, error_of(response)) == (503, message)
+    for path in ("/v2/models/broken", "/v2/models/broken/config"):
+        response = server.call("GET", path)
+        assert (response.status, error_of(response)) == (404, message)
+    response = server.call("GET", "/v2/models/broken/versions/1")
+    assert response.status == 503
+    assert error_of(response).startswith(triton_answers.VERSION_NOT_READY + ": UNAVAILABLE: ")
 
 
 @pytest.mark.parametrize(
@@ -429,19 +458,25 @@ def test_version_segment_must_be_plain_digits(server, version):
 
 def test_version_zero_is_a_version_no_model_has(server):
     response = server.call("POST", "/v2/models/add_sub/versions/0/infer", infer_body())
-    assert (response.status, error_of(response)) == (404, "model 'add_sub' has no version 0")
+    assert (response.status, error_of(response)) == (
+        404,
+        "Request for unknown model: 'add_sub' version 0 is not found",
+    )
 
 
 def test_infer_on_an_unknown_model_is_refused_before_the_body_is_read(server):
     """A 109-byte BYTES request for a model that does not exist once allocated
     ~760 MB; the model is now looked up first, so not even malformed JSON is read."""
     response = server.call("POST", "/v2/models/nope/infer", b"{not json")
-    assert (response.status, error_of(response)) == (404, "unknown model 'nope'")
+    assert (response.status, error_of(response)) == (
+        404,
+        "Request for unknown model: 'nope' is not found",
+    )
     response = server.call(
         "POST", "/v2/models/broken/infer", b"\x1f\x8b junk", {"Content-Encoding": "gzip"}
     )
-    assert response.status == 503
-    assert error_of(response).startswith("model 'broken' has no ready version")
+    assert response.status == 404
+    assert error_of(response).startswith(triton_answers.NO_AVAILABLE_VERSION)
 
 
 def _gzip_bomb(inflated_size: int) -> bytes:
@@ -653,10 +688,12 @@ def test_statistics_shapes_and_counts(server):
         _check_stats_shape(entry)
 
 
-def test_statistics_of_a_model_with_no_served_version_is_empty(server):
+def test_statistics_of_a_model_with_no_served_version_is_400_as_in_triton(server):
     response = server.call("GET", "/v2/models/broken/stats")
-    assert response.status == 200
-    assert json_of(response) == {"model_stats": []}
+    assert (response.status, error_of(response)) == (
+        400,
+        "requested model 'broken' is not available",
+    )
 
 
 # -- repository extension -------------------------------------------------------------------
@@ -719,15 +756,16 @@ def test_load_and_unload_are_refused_outside_explicit_mode(server, action):
 
 def test_explicit_mode_unload_then_load(explicit_server):
     server = explicit_server
-    assert server.call("GET", "/v2/models/other/ready").status == 404
+    assert server.call("GET", "/v2/models/other/ready").status == 400
     response = server.call("POST", "/v2/repository/models/add_sub/unload")
     assert (response.status, body_of(response)) == (200, b"")
     assert server.manager.wait_retired(10)
-    assert server.call("GET", "/v2/models/add_sub/ready").status == 503
+    assert server.call("GET", "/v2/models/add_sub/ready").status == 400
     response = server.call("POST", "/v2/models/add_sub/infer", infer_body())
-    assert response.status == 503
+    assert response.status == 404
     assert error_of(response) == (
-        "model 'add_sub' has no ready version (version 1 is UNAVAILABLE: unloaded)"
+        "Request for unknown model: 'add_sub' has no available versions "
+        "(version 1 is UNAVAILABLE: unloaded)"
     )
     response = server.call("POST", "/v2/repository/models/add_sub/load", b"{}")
     assert (response.status, body_of(response)) == (200, b"")
@@ -739,10 +777,13 @@ def test_explicit_mode_unload_then_load(explicit_server):
 def test_explicit_mode_errors(explicit_server):
     server = explicit_server
     response = server.call("POST", "/v2/repository/models/nope/unload")
-    assert (response.status, error_of(response)) == (404, "unknown model 'nope'")
+    assert (response.status, body_of(response)) == (200, b"")
     response = server.call("POST", "/v2/repository/models/nope/load")
-    assert response.status == 404
-    assert error_of(response) == "no model folder 'nope' in the model repository"
+    assert response.status == 400
+    assert error_of(response) == (
+        "failed to load 'nope', failed to poll from model repository: "
+        "no model folder 'nope' in the model repository"
+    )
     response = server.call(
         "POST", "/v2/repository/models/add_sub/load", b'{"parameters": {"file:1/model.onnx": "x"}}'
     )
@@ -759,6 +800,57 @@ def test_explicit_mode_errors(explicit_server):
     assert response.status == 400
     assert error_of(response) == "unload 'add_sub': 'unload_dependents' must be true or false"
     assert server.call("GET", "/v2/models/add_sub/ready").status == 200
+
+
+def test_a_load_that_fails_is_400_load_failed_for_model(explicit_server):
+    write_model(
+        explicit_server.manager.repository,
+        "broken",
+        ADD_SUB_CONFIG.format(name="broken"),
+        {"1/model.onnx": b"x"},
+    )
+    response = explicit_server.call("POST", "/v2/repository/models/broken/load")
+    assert response.status == 400
+    assert error_of(response).startswith(
+        "load failed for model 'broken': version 1 is at UNAVAILABLE state: "
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "detail"),
+    [
+        ("{not json", "Failed to load JSON"),
+        ('{"bogus_field": 1}', 'no field named "bogus_field"'),
+    ],
+)
+def test_malformed_config_override_is_400_failed_to_poll(explicit_server, config, detail):
+    body = json.dumps({"parameters": {"config": config}}).encode()
+    response = explicit_server.call("POST", "/v2/repository/models/add_sub/load", body)
+    assert response.status == 400
+    message = error_of(response)
+    prefix = triton_answers.LOAD_ANSWERS["malformed parameters.config"][1].replace(
+        "multiply", "add_sub"
+    )
+    assert message.startswith(prefix + ": load request config for 'add_sub': ")
+    assert detail in message
+    assert explicit_server.call("GET", "/v2/models/add_sub/ready").status == 200
+
+
+def test_unloading_a_model_that_is_not_loaded_is_a_200_no_op(explicit_server):
+    for _ in range(2):
+        response = explicit_server.call("POST", "/v2/repository/models/other/unload")
+        assert (response.status, body_of(response)) == (200, b"")
+    assert explicit_server.call("GET", "/v2/models/add_sub/ready").status == 200
+
+
+def test_server_name_is_the_setting(tmp_path):
+    repository = tmp_path / "repo"
+    add_add_sub(repository)
+    server = Server(repository)
+    server.dataplane = DataPlane(server.registry, server.manager, server_name="triton")
+    handlers = V2Handlers(server.dataplane)
+    document = json_of(server.call("GET", "/v2", handlers=handlers))
+    assert document["name"] == triton_answers.SERVER_NAME
 
 
 # -- classification extension ----------------------------------------------------------------
@@ -827,6 +919,7 @@ def test_deeply_nested_config_override_is_400(explicit_server):
     response = explicit_server.call("POST", "/v2/repository/models/add_sub/load", body)
     assert response.status == 400
     assert error_of(response).startswith(
+        "failed to load 'add_sub', failed to poll from model repository: "
         "load request config for 'add_sub': Failed to load JSON: maximum recursion depth exceeded"
     )
     assert explicit_server.call("GET", "/v2/models/add_sub/ready").status == 200
