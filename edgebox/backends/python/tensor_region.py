@@ -158,9 +158,7 @@ def read(buffer: Any, descriptor: dict, copy: bool) -> Tensor:
         return Tensor(name, datatype, array)
     dtype = numpy_dtype(datatype)
     if nbytes != count * dtype.itemsize:
-        raise ValueError(
-            f"tensor '{name}': {nbytes} bytes for {count} {datatype} elements"
-        )
+        raise ValueError(f"tensor '{name}': {nbytes} bytes for {count} {datatype} elements")
     if not count:
         return Tensor(name, datatype, np.empty(shape, dtype))
     if isinstance(buffer, np.ndarray):
