@@ -35,6 +35,7 @@ from edgebox.errors import (
     EdgeboxError,
     InvalidArgument,
     NotFound,
+    Unavailable,
     Unsupported,
 )
 from edgebox.lifecycle.manager import LifecycleManager
@@ -194,11 +195,9 @@ class DataPlane:
         answer handed to the result tap (MQTT), which must not block."""
         served = self._registry.acquire(request.model_name, request.model_version)
         try:
-            try:
-                served.signature.check_request(request, served.where)
-            except EdgeboxError:
-                served.scheduler.statistics.record_request(False, 0)
-                raise
+            # A request the model never saw is not the model's failure: Triton
+            # counts neither success nor failure for it (tests/parity/).
+            served.signature.check_request(request, served.where)
             response = _stamped(served.scheduler.infer(request), request, served)
             if from_client and self._result_tap is not None and _publishes(served):
                 self._result_tap(served, response)
@@ -227,7 +226,6 @@ class DataPlane:
         try:
             served.signature.check_request(request, served.where)
         except EdgeboxError as exc:
-            served.scheduler.statistics.record_request(False, 0)
             responses.send(exc, True)
             return
         try:
@@ -396,9 +394,10 @@ class DataPlane:
 
     def _require_explicit_mode(self) -> None:
         if self._control_mode != "explicit":
-            raise Unsupported(
-                "model load and unload requests need --model-control-mode explicit; this "
-                f"server runs in '{self._control_mode}' mode"
+            # 503, as Triton answers: the server could, started otherwise.
+            raise Unavailable(
+                "explicit model load / unload is not allowed in model control mode "
+                f"'{self._control_mode}'; start the server with --model-control-mode explicit"
             )
 
 

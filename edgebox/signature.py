@@ -96,6 +96,11 @@ class ModelSignature:
                     f"got {_shape_text(shape)}"
                 )
             if self.max_batch_size > 0:
+                if shape[0] == 0:
+                    raise InvalidArgument(
+                        f"{where}, input '{tensor.name}': batch size 0; a request carries "
+                        f"1 to {self.max_batch_size} items"
+                    )
                 if shape[0] > self.max_batch_size:
                     raise InvalidArgument(
                         f"{where}, input '{tensor.name}': batch size {shape[0]} exceeds "

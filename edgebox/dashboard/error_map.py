@@ -2,8 +2,8 @@
 is a transport of its own, like protocol/http and protocol/grpc).
 
 Differs from the v2 API where the dashboard's user needs it to: an action the
-control mode does not allow is a conflict with the server's state (409), not
-a malformed request."""
+server cannot take in its present state (nothing to restore, a folder in the
+way) is a conflict (409), not a malformed request."""
 
 from __future__ import annotations
 

@@ -144,7 +144,7 @@ def test_unload_without_login_is_refused_and_with_login_unloads(tmp_path, stack,
     assert stack.registry.is_ready("add_sub")
 
 
-def test_load_and_unload_outside_explicit_mode_answer_409_with_the_daemons_message(stack, make_app):
+def test_load_and_unload_outside_explicit_mode_answer_503_with_the_daemons_message(stack, make_app):
     from edgebox.dataplane import DataPlane
 
     poll = DataPlane(stack.registry, stack.manager, control_mode="poll")
@@ -153,10 +153,10 @@ def test_load_and_unload_outside_explicit_mode_answer_409_with_the_daemons_messa
     client = make_app(deps=deps).test_client()
     log_in(client)
     reply = post(client, "/api/v1/models/add_sub/unload")
-    assert reply.status_code == 409
+    assert reply.status_code == 503
     assert reply.get_json() == {
-        "error": "model load and unload requests need --model-control-mode explicit; this "
-        "server runs in 'poll' mode"
+        "error": "explicit model load / unload is not allowed in model control mode 'poll'; "
+        "start the server with --model-control-mode explicit"
     }
 
 
