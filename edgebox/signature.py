@@ -8,7 +8,8 @@ knowing: backends always get model shapes, clients always see config shapes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2
@@ -39,6 +40,18 @@ class ModelSignature:
     max_batch_size: int
     inputs: dict[str, TensorSpec]
     outputs: dict[str, TensorSpec]
+    _passed_through: set[str] = field(default_factory=set, compare=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
+
+    def first_passthrough(self, output: str) -> bool:
+        """True the first time ``output`` came back in another datatype than
+        the config's: one signature per loaded version, so the caller warns
+        once per version, not per request. Any scheduler thread may call."""
+        with self._lock:
+            if output in self._passed_through:
+                return False
+            self._passed_through.add(output)
+            return True
 
     @classmethod
     def from_config(cls, config) -> ModelSignature:

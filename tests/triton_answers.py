@@ -169,3 +169,43 @@ CONFIGLESS_NO_MODEL_FILE_LOG = (
 )
 """Triton's log line for a folder with neither a config nor a model file (``1/weights.bin``
 only); the model is then absent from the server (``/config``: 404 unknown model)."""
+
+OUTPUT_DTYPE_PASSTHROUGH = {
+    "float64": ("FP64", [2.0, 4.0, 6.0, 8.0]),
+    "int32": ("INT32", [2, 4, 6, 8]),
+    "object_": ("BYTES", ["2.0", "4.0", "6.0", "8.0"]),
+}
+"""A python model whose config says ``OUTPUT0`` is TYPE_FP32 [4] returning
+``(INPUT0 * 2).astype(dtype)`` for INPUT0 = [1, 2, 3, 4]: the answer's
+``datatype`` and ``data`` over HTTP JSON (gRPC: the same datatype, and
+``as_numpy`` has the model's dtype). Triton passes the tensor through
+unconverted, with the model's dtype, and logs nothing (batched models too)."""
+
+PYTHON_OPTIMIZATION = {
+    "priority": "PRIORITY_DEFAULT",
+    "input_pinned_memory": {"enable": True},
+    "output_pinned_memory": {"enable": True},
+    "gather_kernel_buffer_threshold": 0,
+    "eager_batching": False,
+}
+"""``optimization`` in ``GET /v2/models/X/config`` of a python model whose
+config sets none. A config setting part of it keeps its values and gets the
+rest filled (``priority: PRIORITY_MAX`` -> the block with PRIORITY_MAX;
+``input_pinned_memory { enable: false }`` -> that, and output pinned memory
+true). An ensemble's answer has no ``optimization`` key; an ensemble config
+that sets one fails to load: ``optimization should not be specified for
+ensemble 'NAME'``."""
+
+OVERRIDE_KEPT_SCENARIO = [
+    ("load", "files"),
+    ("load with config override", "override"),
+    ("load", "override"),
+    ("change a file, load", "files"),
+    ("load with config override", "override"),
+    ("unload, load", "files"),
+]
+"""Explicit model control, one python model, in order: after each step, the
+config ``GET .../config`` answers with. A plain load after a load with a
+config override is a no-op (no reload) that keeps the override while the
+model's files are unchanged; once a file changes (model.py or config.pbtxt)
+it reloads from the files; after an unload a plain load reads the files."""

@@ -130,6 +130,10 @@ class LifecycleManager:
         with the same config and files is not tried again unless
         ``retry_failed`` (an explicit load request) says so.
 
+        With no ``config``, a load request's override loaded before is used
+        again while the model's files are unchanged (as in Triton), else the
+        folder's config is read.
+
         Raises EdgeboxError when the model ends up with no ready version, so the
         caller can report it; what was serving before keeps serving. A
         ``config`` given by the caller (a load request's override) that forms
@@ -138,17 +142,24 @@ class LifecycleManager:
         """
         if self._operations.closing:
             raise Unavailable(f"model '{name}': not loaded: {self._operations.closing}")
+        override = config is not None
         if config is None:
-            config = self._configs.read(name)
+            config = self._configs.kept_override(name) or self._configs.read(name)
         else:
             problem = self._configs.problem(name, config)
             if problem is not None:
                 raise InvalidArgument(problem)
         with self._lock:
             self._requested.add(name)
+        files = self._configs.files_now(name) if override else None
         self._load_missing_steps(name, config)
         try:
             self._run_load(name, config, folder, retry_failed)
+            if files is not None:
+                self._configs.keep_override(name, config, files)
+        except EdgeboxError:
+            self._configs.drop_override(name)
+            raise
         finally:
             if self._registry.served_versions(name):
                 self._retry_dependents(name)
@@ -172,6 +183,7 @@ class LifecycleManager:
             self._operations.cancel_loads(model, "unloaded")
             with self._operations.operating(model):
                 self._retirer.retire_model(model, "unloaded")
+            self._configs.drop_override(model)
             with self._lock:
                 self._requested.discard(model)
                 for key in [k for k in self._failed if k[0] == model]:

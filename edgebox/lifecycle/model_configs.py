@@ -6,6 +6,11 @@ A config is recorded when its load starts, whether or not a version then
 loads, so that an ensemble waiting for a composing model can be retried with
 it and a later config is checked for cycles against it; it is dropped only
 when the model's folder goes.
+
+A load request's config override is also kept, with the model folder's
+files as they were: a later load that names no config reloads with it while
+those files are unchanged (Triton 2.51 does so); a change to any file, an
+unload or the folder going drops it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.lifecycle.states import ModelState
 from edgebox.repository.config import ModelConfig, read_model_config
 from edgebox.repository.contained_path import check_model_name
+from edgebox.repository.layout import ModelFolder, scan_model
 
 
 class ModelConfigs:
@@ -35,6 +41,7 @@ class ModelConfigs:
         self._gpu_ids = gpu_ids
         self._lock = threading.Lock()
         self._configs: dict[str, ModelConfig] = {}
+        self._overrides: dict[str, tuple[ModelConfig, tuple]] = {}
 
     def read(self, name: str) -> ModelConfig:
         """The model folder's ``config.pbtxt``, read now, or without one the
@@ -71,6 +78,33 @@ class ModelConfigs:
     def forget(self, name: str) -> None:
         with self._lock:
             self._configs.pop(name, None)
+            self._overrides.pop(name, None)
+
+    def files_now(self, name: str) -> tuple:
+        """What the model folder's files are now, to compare with later."""
+        return _files_key(scan_model(self._repository / name))
+
+    def keep_override(self, name: str, config: ModelConfig, files: tuple) -> None:
+        """``config`` (a load request's override) loaded from ``files``."""
+        with self._lock:
+            self._overrides[name] = (config, files)
+
+    def drop_override(self, name: str) -> None:
+        with self._lock:
+            self._overrides.pop(name, None)
+
+    def kept_override(self, name: str) -> ModelConfig | None:
+        """The override a load with no config reuses: the last one kept, while
+        the folder's files are as they were then; otherwise None, and it is
+        dropped."""
+        with self._lock:
+            kept = self._overrides.get(name)
+        if kept is None:
+            return None
+        if kept[1] != self.files_now(name):
+            self.drop_override(name)
+            return None
+        return kept[0]
 
     def get(self, name: str) -> ModelConfig | None:
         return self._configs.get(name)
@@ -89,3 +123,14 @@ class ModelConfigs:
         if cycle is not None:
             return cycle_reason(cycle)
         return config_problem(name, config, self._limits, self._gpu_ids)
+
+
+def _files_key(folder: ModelFolder) -> tuple:
+    """The config file's and every version file's print; a version folder's
+    own mtime is left out, since loading a python model writes its
+    ``__pycache__`` there."""
+    versions = tuple(
+        (number, tuple(entry for entry in version.fingerprint if entry[0] != "."))
+        for number, version in sorted(folder.versions.items())
+    )
+    return folder.config_fingerprint, versions

@@ -160,6 +160,13 @@ def normalize_model_config(
                 group.name = f"{model_name}_{index}"
             if group.count == 0:
                 group.count = 1
+        # Triton 2.51 answers this block for every non-ensemble model, its
+        # unset pinned-memory switches on (tests/triton_answers.py).
+        optimization = config.optimization
+        if not optimization.HasField("input_pinned_memory"):
+            optimization.input_pinned_memory.enable = True
+        if not optimization.HasField("output_pinned_memory"):
+            optimization.output_pinned_memory.enable = True
     return [
         _located(source, positions, field_path, message)
         for field_path, message in check_model_config(config)

@@ -93,7 +93,10 @@ def finish_response(
     response: InferResponse, request: InferRequest, signature: ModelSignature, where: str
 ) -> InferResponse:
     """Client shapes, then exactly the outputs asked for, each checked against
-    the config, so a backend's mistake is reported as the model's, not passed on."""
+    the config, so a backend's mistake is reported as the model's, not passed on.
+    An output of another datatype than the config's is the exception: Triton
+    2.51 answers it with the model's datatype, unconverted (a python model
+    returning float64 for TYPE_FP32), so it passes with one warning."""
     response = signature.to_client_shapes(response)
     produced = {t.name: t for t in response.outputs}
     if request.outputs:
@@ -111,10 +114,15 @@ def finish_response(
         tensor = produced[name]
         spec = signature.outputs.get(name)
         if spec is not None:
-            if tensor.datatype != spec.datatype:
-                raise EdgeboxError(
-                    f"{where}, output '{name}': the model returned {tensor.datatype}, "
-                    f"the config says {spec.datatype}"
+            if tensor.datatype != spec.datatype and signature.first_passthrough(name):
+                log.warning(
+                    "%s, output '%s': the model returned %s, the config says %s; passed "
+                    "through as %s, as Triton does (warned once per model version)",
+                    where,
+                    name,
+                    tensor.datatype,
+                    spec.datatype,
+                    tensor.datatype,
                 )
             if not spec.accepts(tensor.data.shape):
                 raise EdgeboxError(

@@ -322,6 +322,11 @@ def test_load_with_config_override(client):
     )
     client.load_model("add_sub", config=override)
     assert client.get_model_config("add_sub").config.max_batch_size == 4
+    # As in Triton 2.51: a plain load keeps the override while the files are
+    # unchanged; after an unload it reads the files again.
+    client.load_model("add_sub")
+    assert client.get_model_config("add_sub").config.max_batch_size == 4
+    client.unload_model("add_sub")
     client.load_model("add_sub")
     assert client.get_model_config("add_sub").config.max_batch_size == 8
 
