@@ -200,6 +200,15 @@ def _check_ensemble(config) -> list[Problem]:
         problems.append(
             ("instance_group", "an ensemble cannot have instance_group; its steps' models do")
         )
+    if config.HasField("optimization"):
+        # Triton 2.51's words (tests/triton_answers.py, PYTHON_OPTIMIZATION).
+        problems.append(
+            (
+                "optimization",
+                f"optimization should not be specified for ensemble '{config.name}'; "
+                "its steps' models can have it",
+            )
+        )
     steps = config.ensemble_scheduling.step
     if not steps:
         problems.append(("platform", "ensemble needs ensemble_scheduling with at least one step"))

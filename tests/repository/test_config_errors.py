@@ -468,6 +468,28 @@ def test_ensemble_scheduling_needs_the_ensemble_platform(tmp_path: Path) -> None
     assert problems == [f'{path}:2:1: ensemble_scheduling needs platform: "ensemble"']
 
 
+def test_an_ensemble_with_an_optimization_block_is_refused_as_triton_refuses_it(
+    tmp_path: Path,
+) -> None:
+    path, problems = problems_of(
+        tmp_path,
+        """
+        name: "pipe"
+        platform: "ensemble"
+        optimization { priority: PRIORITY_MAX }
+        input [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]
+        output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]
+        ensemble_scheduling { step [ { model_name: "a" model_version: -1
+            input_map { key: "X" value: "IN" } output_map { key: "Y" value: "OUT" } } ] }
+        """,
+        folder="pipe",
+    )
+    assert problems == [
+        f"{path}:3:1: optimization should not be specified for ensemble 'pipe'; "
+        "its steps' models can have it"
+    ]
+
+
 # ------------------------------------------------------------------ JSON form
 
 
