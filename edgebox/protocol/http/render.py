@@ -88,7 +88,11 @@ def _version_statistics(entry: VersionStatistics) -> dict[str, Any]:
             "cache_hit": _duration(phases.cache_hit),
             "cache_miss": _duration(phases.cache_miss),
         },
+        # Triton 2.51 always sends these two; per-response counts of decoupled
+        # models and memory accounting are not kept yet, so they stay empty.
+        "response_stats": {},
         "batch_stats": [_batch(b) for b in counts.batch_stats],
+        "memory_usage": [],
     }
 
 

@@ -94,8 +94,10 @@ def test_statistics_are_tritons_model_stats_document():
         '"queue": {"count": 2, "ns": 2000}, "compute_input": {"count": 3, "ns": 3000}, '
         '"compute_infer": {"count": 4, "ns": 4000}, "compute_output": {"count": 5, "ns": 5000}, '
         '"cache_hit": {"count": 0, "ns": 0}, "cache_miss": {"count": 0, "ns": 0}}, '
+        '"response_stats": {}, '
         '"batch_stats": [{"batch_size": 4, "compute_input": {"count": 1, "ns": 1000}, '
-        '"compute_infer": {"count": 6, "ns": 6000}, "compute_output": {"count": 7, "ns": 7000}}]}]}'
+        '"compute_infer": {"count": 6, "ns": 6000}, "compute_output": {"count": 7, "ns": 7000}}], '
+        '"memory_usage": []}]}'
     )
     assert render.statistics([]) == {"model_stats": []}
 

@@ -632,8 +632,12 @@ TRITON_MODEL_STATS_KEYS = {
     "inference_count",
     "execution_count",
     "inference_stats",
+    "response_stats",
     "batch_stats",
+    "memory_usage",
 }
+"""What Triton 2.51 sends for each model version over HTTP (asked: a python
+model's answer, tests/parity/)."""
 TRITON_INFERENCE_STATS_KEYS = {
     "success",
     "fail",
