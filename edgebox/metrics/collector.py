@@ -16,12 +16,7 @@ statistics' latency histogram made cumulative, its ``_sum`` and ``_count``
 the very figures behind ``nv_inference_request_duration_us`` and
 ``nv_inference_request_success``, so they agree within one scrape.
 
-On a Jetson the GPU is integrated: its gauges carry ``gpu_uuid="integrated"``
-(it has no NVML UUID), its memory is the shared RAM (what CUDA's
-``cudaMemGetInfo`` reports there), and its power is the INA3221 rail that feeds
-it, shared with other units (``VDD_GPU_SOC`` on AGX Orin, ``VDD_CPU_GPU_CV``
-on Orin Nano), so it overstates the GPU alone. A figure telemetry does not know
-is left out, never exported as 0: a machine without a GPU has no ``nv_gpu_*``.
+The telemetry families are built in ``telemetry_families.py``.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/metrics.md
 """
 
@@ -45,6 +40,7 @@ from edgebox.lifecycle.states import ModelState
 from edgebox.log_limiter import LogLimiter
 from edgebox.metrics import custom as custom_metrics
 from edgebox.metrics.custom import CustomMetricRegistry
+from edgebox.metrics.telemetry_families import telemetry_families
 from edgebox.mqtt.link_stats import MqttStats
 from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
 
@@ -55,8 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INTEGRATED_GPU_UUID = "integrated"
-"""The ``gpu_uuid`` label of a Jetson's iGPU, stable across boots and devices."""
 
 _LATENCY_LE = (
     *(floatToGoString(round(us / 1e6, 9)) for us in LATENCY_BUCKET_BOUNDS_US),
@@ -242,64 +236,8 @@ class MetricsCollector:
 
     def _telemetry_gauges(self) -> Iterator[Metric]:
         sample = self._telemetry.latest()
-        if sample is None:
-            return
-        yield from _gpu_gauges(sample)
-        if sample.cpu_pct is not None:
-            yield GaugeMetricFamily(
-                "nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]", sample.cpu_pct / 100
-            )
-        if sample.memory_total_bytes is not None:
-            yield GaugeMetricFamily(
-                "nv_cpu_memory_total_bytes",
-                "CPU total memory (RAM), in bytes",
-                sample.memory_total_bytes,
-            )
-        if sample.memory_used_bytes is not None:
-            yield GaugeMetricFamily(
-                "nv_cpu_memory_used_bytes",
-                "CPU used memory (RAM), in bytes",
-                sample.memory_used_bytes,
-            )
-        temperatures = GaugeMetricFamily(
-            "edgebox_temperature_celsius", "Temperature per thermal zone", labels=["zone"]
-        )
-        for zone, celsius in sample.temperatures_c.items():
-            temperatures.add_metric([zone], celsius)
-        yield temperatures
-        rails = GaugeMetricFamily(
-            "edgebox_power_rail_watts", "Power drawn through each monitored rail", labels=["rail"]
-        )
-        for rail, reading in sample.power.items():
-            if reading.power_mw is not None:
-                rails.add_metric([rail], reading.power_mw / 1000)
-        yield rails
-        if sample.total_power_mw is not None:
-            yield GaugeMetricFamily(
-                "edgebox_power_total_watts",
-                "Power drawn by the whole module",
-                sample.total_power_mw / 1000,
-            )
-        online = GaugeMetricFamily(
-            "edgebox_engine_online",
-            "1 while a fixed-function engine (DLA, PVA...) is powered",
-            labels=["engine"],
-        )
-        clocks = GaugeMetricFamily(
-            "edgebox_engine_clock_hz", "Clock of a fixed-function engine", labels=["engine"]
-        )
-        for engine, clock in sample.engines.items():
-            online.add_metric([engine], 1 if clock.online else 0)
-            if clock.freq_mhz is not None:
-                clocks.add_metric([engine], clock.freq_mhz * 1_000_000)
-        yield online
-        yield clocks
-        if sample.emc_pct is not None:
-            yield GaugeMetricFamily(
-                "edgebox_emc_utilization",
-                "External memory controller utilization rate [0.0 - 1.0]",
-                sample.emc_pct / 100,
-            )
+        if sample is not None:
+            yield from telemetry_families(sample)
 
     def _stream_metrics(self) -> Iterator[Metric]:
         statuses = self._streams.status()
@@ -387,33 +325,3 @@ class MetricsCollector:
             for series in family.series:
                 metric.add_sample(family.name, series.labels, series.value)
             yield metric
-
-
-def _gpu_gauges(sample: TelemetrySample) -> Iterator[Metric]:
-    gpu = sample.gpu
-    if gpu is None:
-        return
-    labels = ["gpu_uuid"]
-    uuid = [INTEGRATED_GPU_UUID]
-
-    def gauge(name: str, help_text: str, value: float | None) -> Iterator[Metric]:
-        if value is not None:
-            family = GaugeMetricFamily(name, help_text, labels=labels)
-            family.add_metric(uuid, value)
-            yield family
-
-    if gpu.load_pct is not None:
-        yield from gauge(
-            "nv_gpu_utilization", "GPU utilization rate [0.0 - 1.0)", gpu.load_pct / 100
-        )
-    if gpu.memory_used_bytes is not None:
-        used, total = gpu.memory_used_bytes, None
-    else:
-        used, total = sample.memory_used_bytes, sample.memory_total_bytes
-    yield from gauge("nv_gpu_memory_total_bytes", "GPU total memory, in bytes", total)
-    yield from gauge("nv_gpu_memory_used_bytes", "GPU used memory, in bytes", used)
-    rail = next(
-        (r for name, r in sample.power.items() if "GPU" in name and r.power_mw is not None), None
-    )
-    if rail is not None:
-        yield from gauge("nv_gpu_power_usage", "GPU power usage in watts", rail.power_mw / 1000)
