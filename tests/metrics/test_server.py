@@ -33,10 +33,8 @@ def test_serves_the_collector_alone_and_frees_its_port_when_stopped():
     # Only edgebox's collector: no process_*/python_* from the global registry.
     assert list(families) == ["edgebox_event_drops"]
     assert families["edgebox_event_drops"].samples[0].value == 1
-    with socket.socket() as successor:
-        # What a restarted daemon does; refused while the server still listens.
-        successor.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        successor.bind(("127.0.0.1", port))
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
 
 def test_a_port_in_use_raises_oserror():
