@@ -45,3 +45,16 @@ def test_a_port_in_use_raises_oserror():
         with pytest.raises(OSError):
             server.start()
     server.stop()
+
+
+def test_idle_connections_do_not_keep_a_scrape_waiting():
+    server = MetricsServer(MetricsCollector(None, bus=EventBus()), "127.0.0.1", 0)
+    port = server.start()
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(64)]
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            assert reply.status == 200
+    finally:
+        for sock in idle:
+            sock.close()
+        server.stop()
