@@ -27,6 +27,7 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends import base
+from edgebox.backends.sequence_io import SequenceTensor, sequence_inputs, state_outputs
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
 from edgebox.repository.backend_parameters import (
     ORT_SESSION_PREFIX,
@@ -141,14 +142,23 @@ class OnnxInstance:
         self._model_name = context.name
         self._version = str(context.version)
         self._where = context.where
-        self._output_names = [o.name for o in context.config.output]
+        config = context.config
+        self._output_names = [o.name for o in config.output]
         self._datatypes = {
             o.name: config_type_to_datatype(model_config_pb2.DataType.Name(o.data_type))
-            for o in context.config.output
+            for o in config.output
         }
+        for state in state_outputs(config):
+            self._datatypes.setdefault(state.name, config_type_to_datatype(state.config_type))
         self._string_inputs = {
-            i.name for i in context.config.input if i.data_type == model_config_pb2.TYPE_STRING
+            i.name for i in config.input if i.data_type == model_config_pb2.TYPE_STRING
+        } | {t.name for t in sequence_inputs(config) if t.config_type == "TYPE_STRING"}
+        model_ranks = {i.name: len(i.shape or []) for i in session.get_inputs()}
+        self._flattened_controls = {
+            t.name for t in sequence_inputs(config) if t.is_control and model_ranks.get(t.name) == 1
         }
+        """Controls of a batching model whose model shape is [batch] rather than
+        [batch, 1]: the scheduler sends [batch, 1], flattened before the run."""
 
     def execute(self, requests: Sequence[InferRequest]) -> list[InferResponse | EdgeboxError]:
         """One request runs as it is; several (a dynamic batch, all with the same
@@ -168,7 +178,7 @@ class OnnxInstance:
         wanted: set[str] = set()
         for request in requests:
             wanted.update([o.name for o in request.outputs] or self._output_names)
-        outputs = [RequestedOutput(n) for n in self._output_names if n in wanted]
+        outputs = [RequestedOutput(n) for n in self._datatypes if n in wanted]
         merged = self._run(InferRequest(first.model_name, inputs, outputs=outputs))
         if isinstance(merged, EdgeboxError):
             return [merged] * len(requests)
@@ -201,6 +211,8 @@ class OnnxInstance:
             data = tensor.data
             if tensor.name in self._string_inputs:
                 data = np.vectorize(_as_text, otypes=[object])(data) if data.size else data
+            if tensor.name in self._flattened_controls and data.ndim == 2:
+                data = data.reshape(-1)
             feeds[tensor.name] = data
         names = [o.name for o in request.outputs] or self._output_names
         try:
@@ -366,10 +378,11 @@ def _complete_and_check(context: base.ModelContext, session, model_path) -> None
         if everything and all(shape and shape[0] == -1 for _, shape in everything):
             config.max_batch_size = DEFAULT_MAX_BATCH_SIZE
     batch = 1 if config.max_batch_size > 0 else 0
+    sequence_names = {t.name for t in (*sequence_inputs(config), *state_outputs(config))}
     if not config.input:
-        _fill(config.input, model_inputs, batch)
+        _fill(config.input, _without(model_inputs, sequence_names), batch)
     if not config.output:
-        _fill(config.output, model_outputs, batch)
+        _fill(config.output, _without(model_outputs, sequence_names), batch)
 
     def mismatch(text: str) -> Unavailable:
         return Unavailable(f"{context.where}: {config_path} does not match {model_path}: {text}")
@@ -401,11 +414,55 @@ def _complete_and_check(context: base.ModelContext, session, model_path) -> None
                     f"{kind} '{tensor.name}': config shape {config_shape} "
                     f"(max_batch_size {config.max_batch_size}) vs model shape {model_shape}"
                 )
-    declared_inputs = {t.name for t in config.input}
+    for tensor in sequence_inputs(config):
+        _check_sequence_tensor(tensor, model_inputs, "input", batch, mismatch)
+    for tensor in state_outputs(config):
+        _check_sequence_tensor(tensor, model_outputs, "output", batch, mismatch)
+    declared_inputs = {t.name for t in config.input} | {t.name for t in sequence_inputs(config)}
     missing = [n for n in model_inputs if n not in declared_inputs]
     if missing:
         names = ", ".join(f"'{n}'" for n in missing)
         raise mismatch(f"the model needs input(s) {names}, which the config does not declare")
+
+
+def _check_sequence_tensor(
+    tensor: SequenceTensor,
+    actual: dict[str, tuple[str, list[int]]],
+    kind: str,
+    batch: int,
+    mismatch,
+) -> None:
+    """A control must be [1] past the batch dimension (Triton's onnxruntime
+    backend), or, batched, just [batch]: the instance flattens what the
+    scheduler sends. A state must fit state.dims, where -1 on either side
+    matches anything."""
+    found = actual.get(tensor.name)
+    if found is None:
+        names = ", ".join(f"'{n}'" for n in actual) or "none"
+        raise mismatch(f"{tensor.origin} is not in the model (its {kind}s: {names})")
+    model_type, model_shape = found
+    if model_type != tensor.config_type:
+        raise mismatch(f"{tensor.origin}: config says {tensor.config_type}, model has {model_type}")
+    if batch and (not model_shape or model_shape[0] != -1):
+        raise mismatch(
+            f"{tensor.origin}: sequence batching with a max_batch_size needs a variable first "
+            f"dimension, but the model's shape is {model_shape}"
+        )
+    rest = model_shape[batch:]
+    if tensor.is_control:
+        fits = rest in ([1], [-1]) or (batch == 1 and rest == [])
+        expected = "[-1, 1] or [-1]" if batch else "[1]"
+    else:
+        fits = len(rest) == len(tensor.dims) and all(
+            m == -1 or c == -1 or c == m for c, m in zip(tensor.dims, rest, strict=True)
+        )
+        expected = str([-1] * batch + list(tensor.dims))
+    if not fits:
+        raise mismatch(f"{tensor.origin}: model shape {model_shape}, expected {expected}")
+
+
+def _without(tensors: dict[str, tuple[str, list[int]]], names: set[str]) -> dict:
+    return {name: found for name, found in tensors.items() if name not in names}
 
 
 def _fill(container, tensors: dict[str, tuple[str, list[int]]], batch: int) -> None:
