@@ -18,6 +18,7 @@ from pathlib import Path
 from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends import base
+from edgebox.backends.sequence_io import SequenceTensor, sequence_inputs, state_outputs
 from edgebox.backends.tensorrt.engine_io import EngineIO, EngineTensor
 from edgebox.backends.tensorrt.profiles import (
     ProfileNameError,
@@ -64,8 +65,9 @@ def complete_and_check(context: base.ModelContext, io: EngineIO, model_path: Pat
         )
     batch = 1 if config.max_batch_size > 0 else 0
 
-    _fill(config.input, io.inputs, batch)
-    _fill(config.output, io.outputs, batch)
+    sequence_names = {t.name for t in (*sequence_inputs(config), *state_outputs(config))}
+    _fill(config.input, tuple(t for t in io.inputs if t.name not in sequence_names), batch)
+    _fill(config.output, tuple(t for t in io.outputs if t.name not in sequence_names), batch)
 
     for kind, declared, actual in (
         ("input", config.input, io.inputs),
@@ -103,7 +105,15 @@ def complete_and_check(context: base.ModelContext, io: EngineIO, model_path: Pat
                     f"input '{tensor.name}': config dims {dims} are outside every allowed "
                     f"optimization profile ({ranges})"
                 )
-    declared_inputs = {t.name for t in config.input}
+    for kind, tensors, actual in (
+        ("input", sequence_inputs(config), io.inputs),
+        ("output", state_outputs(config), io.outputs),
+    ):
+        for tensor in tensors:
+            problem = _sequence_problem(tensor, kind, actual, config.max_batch_size)
+            if problem:
+                raise mismatch(problem)
+    declared_inputs = {t.name for t in config.input} | {t.name for t in sequence_inputs(config)}
     missing = [t.name for t in io.inputs if t.name not in declared_inputs]
     if missing:
         names = ", ".join(f"'{n}'" for n in missing)
@@ -121,6 +131,27 @@ def complete_and_check(context: base.ModelContext, io: EngineIO, model_path: Pat
             context.where,
             config.max_batch_size,
         )
+
+
+def _sequence_problem(
+    tensor: SequenceTensor, kind: str, actual: tuple[EngineTensor, ...], config_batch: int
+) -> str | None:
+    """A control or state tensor the sequence batcher feeds (or reads back)
+    checked as a declared one: present, same datatype, and a shape that takes
+    [1] (a control, as Triton's TensorRT backend requires) or state.dims past
+    the batch dimension."""
+    by_name = {t.name: t for t in actual}
+    found = by_name.get(tensor.name)
+    if found is None:
+        names = ", ".join(f"'{n}'" for n in by_name) or "none"
+        return f"{tensor.origin} is not in the engine (its {kind}s: {names})"
+    if found.config_type != tensor.config_type:
+        return (
+            f"{tensor.origin}: config says {tensor.config_type}, engine has "
+            f"{found.config_type or found.tensorrt_type}"
+        )
+    problem = _shape_problem(list(tensor.dims), found, config_batch)
+    return f"{tensor.origin}: {problem}" if problem else None
 
 
 def _batchable(tensors: tuple[EngineTensor, ...], engine_max: int) -> bool:

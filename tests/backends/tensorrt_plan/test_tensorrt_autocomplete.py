@@ -271,3 +271,79 @@ def test_instance_group_naming_a_missing_profile_is_a_mismatch(tmp_path: Path) -
         "instance_group 'big': instance_group profile '2' is not a profile of the engine, which "
         'has 2 (use "0" to "1")',
     )
+
+
+# ------------------------------------------------------------------ sequence batching
+
+SEQUENCE_CONFIG = """
+    platform: "tensorrt_plan"
+    max_batch_size: 8
+    sequence_batching {
+      direct { }
+      control_input [
+        { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },
+        { name: "READY" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] }
+      ]
+      state [
+        {
+          input_name: "INPUT_STATE"
+          output_name: "OUTPUT_STATE"
+          data_type: TYPE_INT32
+          dims: [ 1 ]
+        }
+      ]
+    }
+    """
+
+
+def sequence_io(start_type: str = "TYPE_INT32", with_ready: bool = True) -> EngineIO:
+    """The implicit-state accumulator as an engine: INPUT, START, READY,
+    INPUT_STATE [-1, 1] INT32 -> OUTPUT, OUTPUT_STATE [-1, 1] INT32."""
+    names = ["INPUT", "START", "INPUT_STATE"] + (["READY"] if with_ready else [])
+    inputs = tuple(
+        EngineTensor(n, True, start_type if n == "START" else "TYPE_INT32", "INT32", (-1, 1))
+        for n in names
+    )
+    outputs = tuple(
+        EngineTensor(n, False, "TYPE_INT32", "INT32", (-1, 1)) for n in ("OUTPUT", "OUTPUT_STATE")
+    )
+    ranges = {n: ShapeRange((1, 1), (1, 1), (8, 1)) for n in names}
+    return EngineIO(inputs, outputs, (Profile(0, ranges),))
+
+
+def test_sequence_controls_and_states_are_engine_inputs_the_config_need_not_declare(
+    tmp_path: Path,
+) -> None:
+    context = context_for(
+        tmp_path,
+        SEQUENCE_CONFIG
+        + """
+        input [ { name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+        output [ { name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+        """,
+    )
+    complete_and_check(context, sequence_io(), context.version_dir / "model.plan")
+    assert [t.name for t in context.config.input] == ["INPUT"]
+
+
+def test_autocomplete_leaves_sequence_tensors_out_of_the_config(tmp_path: Path) -> None:
+    context = context_for(tmp_path, SEQUENCE_CONFIG)
+    complete_and_check(context, sequence_io(), context.version_dir / "model.plan")
+    assert [t.name for t in context.config.input] == ["INPUT"]
+    assert [t.name for t in context.config.output] == ["OUTPUT"]
+
+
+def test_a_control_whose_engine_type_differs_is_refused(tmp_path: Path) -> None:
+    context = context_for(tmp_path, SEQUENCE_CONFIG)
+    assert failure(context, sequence_io(start_type="TYPE_FP32")) == mismatch(
+        context, "sequence control 'START': config says TYPE_INT32, engine has TYPE_FP32"
+    )
+
+
+def test_a_control_the_engine_lacks_is_refused(tmp_path: Path) -> None:
+    context = context_for(tmp_path, SEQUENCE_CONFIG)
+    assert failure(context, sequence_io(with_ready=False)) == mismatch(
+        context,
+        "sequence control 'READY' is not in the engine "
+        "(its inputs: 'INPUT', 'START', 'INPUT_STATE')",
+    )
