@@ -33,6 +33,8 @@ from edgebox.scheduling.direct import DirectScheduler
 from edgebox.scheduling.dynamic_batcher import DynamicBatcher
 from edgebox.scheduling.ensemble_scheduler import EnsembleScheduler
 from edgebox.scheduling.instance_pool import InstancePool, instance_specs
+from edgebox.scheduling.sequence_batcher import SequenceBatcher
+from edgebox.scheduling.sequence_controls import SequenceControls
 from edgebox.signature import ModelSignature
 
 log = logging.getLogger(__name__)
@@ -153,6 +155,11 @@ class VersionLoader:
             ticket = self._instances.reserve(context.where, len(specs), replaced)
             signature = ModelSignature.from_config(config)
             labels = read_labels(context)
+            controls = (
+                SequenceControls.from_config(config, context.model_dir, context.where)
+                if config.HasField("sequence_batching")
+                else None
+            )
             for spec in specs:
                 self._operations.check_cancelled(load, context.where)
                 instances.append(backend.load_instance(context, spec))
@@ -166,6 +173,8 @@ class VersionLoader:
             if config.HasField("dynamic_batching"):
                 context.notes.append("dynamic_batching ignored: the model is decoupled")
             scheduler = DecoupledScheduler(pool, signature, context.where)
+        elif controls is not None:
+            scheduler = SequenceBatcher(pool, signature, config, controls, context.where)
         elif config.HasField("dynamic_batching") and config.max_batch_size > 0:
             scheduler = DynamicBatcher(pool, signature, config, context.where)
         else:

@@ -25,6 +25,7 @@ from edgebox.lifecycle.limits import warmup_request_count
 from edgebox.repository import contained_path
 from edgebox.repository.contained_path import FileTooLarge, read_regular_file, resolve_inside
 from edgebox.scheduling.scheduler import Scheduler
+from edgebox.scheduling.sequence_tag import WARMUP_SEQUENCE
 from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
 from edgebox.tensors import (
@@ -114,7 +115,13 @@ def _request(
         else:
             data = _zeros(datatype, shape)
         inputs.append(Tensor(name, datatype, data))
-    return InferRequest(config.name, inputs, id=f"warmup:{warmup.name}")
+    # A stateful model's warm-up request is a sequence of its own, no client's.
+    parameters = (
+        {"sequence_id": WARMUP_SEQUENCE, "sequence_start": True, "sequence_end": True}
+        if config.HasField("sequence_batching")
+        else {}
+    )
+    return InferRequest(config.name, inputs, id=f"warmup:{warmup.name}", parameters=parameters)
 
 
 def _zeros(datatype: str, shape: list[int]) -> np.ndarray:

@@ -26,6 +26,7 @@ from typing import Any
 from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends import base
+from edgebox.backends.sequence_io import state_outputs
 from edgebox.backends.tensorrt.autocomplete import complete_and_check
 from edgebox.backends.tensorrt.compatibility import (
     EngineBuildInfo,
@@ -160,6 +161,7 @@ class Backend(base.Backend):
             opened.execution,
             datatypes,
             context.config.max_batch_size,
+            {t.name: config_type_to_datatype(t.config_type) for t in state_outputs(context.config)},
         )
 
     def unload(self, context: base.ModelContext) -> None:

@@ -33,13 +33,17 @@ class TensorRTInstance:
         execution: EngineExecution,
         output_datatypes: dict[str, str],
         max_batch_size: int,
+        state_datatypes: dict[str, str] | None = None,
     ) -> None:
+        """``output_datatypes``: the config's outputs, what a request that names
+        none gets; ``state_datatypes``: the implicit-state outputs, returned
+        only when the sequence batcher asks for them by name."""
         self._where = where
         self._model_name = model_name
         self._version = str(version)
         self._worker = worker
         self._execution = execution
-        self._datatypes = output_datatypes
+        self._datatypes = {**(state_datatypes or {}), **output_datatypes}
         self._output_names = list(output_datatypes)
         self._max_batch_size = max_batch_size
 
@@ -108,7 +112,8 @@ class TensorRTInstance:
             asked.update(o.name for o in request.outputs)
         if not asked or any(not request.outputs for request in requests):
             return list(self._output_names)
-        return [name for name in self._output_names if name in asked]
+        named = [name for name in self._output_names if name in asked]
+        return named + sorted(n for n in asked if n in self._datatypes and n not in named)
 
     def _response(self, request: InferRequest, results: dict[str, np.ndarray]) -> InferResponse:
         names = [o.name for o in request.outputs] or self._output_names

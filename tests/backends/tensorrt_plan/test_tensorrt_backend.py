@@ -521,3 +521,39 @@ def test_engine_needing_an_unloaded_plugin_says_which(jetson) -> None:
     assert failure_of(jetson, "m").endswith(
         "(TensorRT: 3: getPluginCreator could not find plugin: YoloLayer_TRT)"
     )
+
+
+def test_a_state_output_the_config_does_not_list_is_returned_when_asked_for(jetson) -> None:
+    def accumulate(feeds, outputs):
+        return {"y": feeds["x"] * 2, "OUTPUT_STATE": feeds["INPUT_STATE"] + feeds["x"][:, :1]}
+
+    spec = FakeEngineSpec(
+        inputs=[FakeTensor("x"), FakeTensor("INPUT_STATE", shape=(-1, 1))],
+        outputs=[FakeTensor("y"), FakeTensor("OUTPUT_STATE", shape=(-1, 1))],
+        profiles=[{"x": ((1, 4), (4, 4), (8, 4)), "INPUT_STATE": ((1, 1), (4, 1), (8, 1))}],
+        compute=accumulate,
+    )
+    config = """
+        platform: "tensorrt_plan"
+        max_batch_size: 8
+        input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+        output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+        sequence_batching {
+          state [ { input_name: "INPUT_STATE" output_name: "OUTPUT_STATE"
+                    data_type: TYPE_FP32 dims: [ 1 ] } ]
+        }
+    """
+    jetson.write_model("m", config=config, spec=spec)
+    _, (instance,) = jetson.load("m")
+    state = Tensor("INPUT_STATE", "FP32", np.array([[10]], dtype=np.float32))
+    request = x_request([1, 2, 3, 4], outputs=["y", "OUTPUT_STATE"])
+    request.inputs.append(state)
+    response = only(instance.execute([request]))
+    assert [(t.name, t.datatype) for t in response.outputs] == [
+        ("y", "FP32"),
+        ("OUTPUT_STATE", "FP32"),
+    ]
+    np.testing.assert_array_equal(response.output("OUTPUT_STATE").data, [[11]])
+    plain = x_request([1, 2, 3, 4])
+    plain.inputs.append(state)
+    assert [t.name for t in only(instance.execute([plain])).outputs] == ["y"]

@@ -1,0 +1,167 @@
+"""The tensors the sequence batcher adds to each request a stateful model
+runs: its control inputs (``sequence_batching.control_input``) and its
+implicit state (``sequence_batching.state``).
+
+Control values follow the config: ``int32_false_true``, ``fp32_false_true``
+or ``bool_false_true`` give the datatype and the two values, ``CORRID`` its
+``data_type``. Each request gets its own control tensors, shaped ``[1, 1]``
+when the model batches and ``[1]`` when it does not, so a batch's requests
+concatenate into the ``[batch, 1]`` tensors a batching backend runs.
+
+Implicit state is kept by the scheduler, not the backend, so ONNX Runtime,
+TensorRT and python models share one implementation: a sequence's first
+request gets the state's initial value, every later one the output state its
+predecessor returned. The config was validated when it was read
+(``repository/config_rules.py``); what is checked here is what only a request
+can get wrong, its correlation ID against the CORRID datatype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tritonclient.grpc import model_config_pb2
+
+from edgebox.errors import InvalidArgument
+from edgebox.repository.initial_state import initial_state_value
+from edgebox.scheduling.sequence_tag import WARMUP_SEQUENCE, CorrelationId, SequenceTag
+from edgebox.tensors import Tensor, config_type_to_datatype, numpy_dtype
+
+_Control = model_config_pb2.ModelSequenceBatching.Control
+_INTEGER_LIMITS = {
+    "UINT64": (0, (1 << 64) - 1),
+    "INT64": (0, (1 << 63) - 1),
+    "UINT32": (0, (1 << 32) - 1),
+    "INT32": (0, (1 << 31) - 1),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _FlagControl:
+    name: str
+    kind: int
+    datatype: str
+    false_value: object
+    true_value: object
+
+
+@dataclass(frozen=True, slots=True)
+class StateSpec:
+    input_name: str
+    output_name: str
+    datatype: str
+    initial: np.ndarray
+    """The first request's input state: read-only, shared by every sequence."""
+
+
+class SequenceControls:
+    """Built once per loaded version; used by the batcher's workers, never
+    written after construction, so any thread may call it."""
+
+    def __init__(
+        self,
+        flags: list[_FlagControl],
+        corrid: tuple[str, str] | None,
+        states: list[StateSpec],
+        batched: bool,
+        model_name: str,
+    ) -> None:
+        self._flags = flags
+        self._corrid = corrid
+        self.states = states
+        self._batched = batched
+        self._model_name = model_name
+        self.state_outputs = [s.output_name for s in states]
+
+    @classmethod
+    def from_config(cls, config, model_dir: Path, where: str) -> SequenceControls:
+        batching = config.sequence_batching
+        batched = config.max_batch_size > 0
+        flags: list[_FlagControl] = []
+        corrid = None
+        for control_input in batching.control_input:
+            for control in control_input.control:
+                if control.kind == _Control.CONTROL_SEQUENCE_CORRID:
+                    corrid = (
+                        control_input.name,
+                        config_type_to_datatype(model_config_pb2.DataType.Name(control.data_type)),
+                    )
+                    continue
+                if control.int32_false_true:
+                    datatype, values = "INT32", control.int32_false_true
+                elif control.fp32_false_true:
+                    datatype, values = "FP32", control.fp32_false_true
+                else:
+                    datatype, values = "BOOL", control.bool_false_true
+                flags.append(
+                    _FlagControl(control_input.name, control.kind, datatype, values[0], values[1])
+                )
+        states = [
+            StateSpec(
+                state.input_name,
+                state.output_name,
+                config_type_to_datatype(model_config_pb2.DataType.Name(state.data_type)),
+                initial_state_value(state, model_dir, batched, where),
+            )
+            for state in batching.state
+        ]
+        return cls(flags, corrid, states, batched, config.name)
+
+    def check_id(self, correlation_id: CorrelationId) -> None:
+        """InvalidArgument when the ID cannot be given as the model's CORRID:
+        a string that is not a decimal number for an integer CORRID (Triton
+        2.51 passes the string's bytes reinterpreted as the integer), or an
+        integer out of the datatype's range."""
+        if self._corrid is None or correlation_id is WARMUP_SEQUENCE:
+            return
+        name, datatype = self._corrid
+        if datatype == "BYTES":
+            return
+        value = correlation_id
+        if isinstance(value, str):
+            if not (value.isascii() and value.isdigit()):
+                raise InvalidArgument(
+                    f"inference request for sequence {value} to model '{self._model_name}': "
+                    f"the model's CORRID control input '{name}' is {datatype}, so a string "
+                    "sequence_id must be a decimal number"
+                )
+            value = int(value)
+        low, high = _INTEGER_LIMITS[datatype]
+        if not low <= value <= high:
+            raise InvalidArgument(
+                f"inference request for sequence {correlation_id} to model "
+                f"'{self._model_name}': the ID does not fit the model's CORRID control input "
+                f"'{name}' ({datatype}, at most {high})"
+            )
+
+    def control_tensors(self, tag: SequenceTag | None) -> list[Tensor]:
+        """One request's control inputs; ``tag`` None for the padding a direct
+        batch puts in a slot with no request (READY false, ID 0)."""
+        tensors = []
+        for control in self._flags:
+            if control.kind == _Control.CONTROL_SEQUENCE_READY:
+                on = tag is not None
+            elif control.kind == _Control.CONTROL_SEQUENCE_START:
+                on = tag is not None and tag.start
+            else:
+                on = tag is not None and tag.end
+            value = control.true_value if on else control.false_value
+            tensors.append(self._tensor(control.name, control.datatype, value))
+        if self._corrid is not None:
+            name, datatype = self._corrid
+            tensors.append(self._tensor(name, datatype, _corrid_value(tag, datatype)))
+        return tensors
+
+    def _tensor(self, name: str, datatype: str, value) -> Tensor:
+        shape = (1, 1) if self._batched else (1,)
+        data = np.full(shape, value, dtype=numpy_dtype(datatype))
+        return Tensor(name, datatype, data)
+
+
+def _corrid_value(tag: SequenceTag | None, datatype: str):
+    correlation_id = 0 if tag is None or tag.id is WARMUP_SEQUENCE else tag.id
+    if datatype == "BYTES":
+        return str(correlation_id).encode("utf-8") if correlation_id != 0 else b""
+    return int(correlation_id)
