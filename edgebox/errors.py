@@ -24,12 +24,21 @@ class EdgeboxError(Exception):
     """An error a caller can act on; ``str(err)`` is the message shown to users."""
 
     code: ErrorCode = ErrorCode.INTERNAL
+    answered_by_model: bool = False
+    """True when the model itself answered the request with this error (a python
+    model's ``InferenceResponse(error=...)``), False when running it failed.
+    Statistics tell them apart as Triton 2.51 does: the model ran and answered,
+    so such a request counts as a success, not a failure."""
 
-    def __init__(self, message: str, code: ErrorCode | None = None) -> None:
+    def __init__(
+        self, message: str, code: ErrorCode | None = None, *, answered_by_model: bool = False
+    ) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
+        if answered_by_model:
+            self.answered_by_model = True
 
     def __str__(self) -> str:
         return self.message

@@ -7,7 +7,10 @@ one or many responses, then a final, possibly long after ``execute`` returned.
 instance then serves the next request while a thread the model started may
 still be sending. Each response is put into client shapes and checked against
 the config (``finish_response``) before it reaches the caller's sink, and the
-request's statistics are recorded at its final.
+request's statistics are recorded at its final. As in Triton 2.51, an error
+response the model sent (``EdgeboxError.answered_by_model``) leaves the request
+a success; an ``execute`` that failed the request before it returned counts one
+execution but no inference.
 
 Unary inference cannot carry a decoupled model's answers: ``infer`` raises
 ``DecoupledUnary`` and each transport answers it with Triton's own text.
@@ -27,7 +30,7 @@ import time
 
 from edgebox.errors import EdgeboxError, Unavailable
 from edgebox.responses import DecoupledUnary, Outcome, ResponseContractError, ResponseSink
-from edgebox.scheduling.direct import cancelled_error, describe, finish_response
+from edgebox.scheduling.direct import answered, cancelled_error, describe, finish_response
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.scheduling.scheduler import Scheduler
 from edgebox.scheduling.statistics import ModelStatistics
@@ -84,7 +87,10 @@ class DecoupledScheduler(Scheduler):
             executed = clock()
         finally:
             self._pool.release(instance)
-        self.statistics.record_execution(1, 1, 0, executed - acquired, 0)
+        ran = not (tracked.done and tracked.failed)
+        self.statistics.record_execution(
+            1, int(ran), 0, executed - acquired, 0, inferences=int(ran)
+        )
 
     def abandon(self, reason: str) -> int:
         """Fail every request still waiting for its final (UNAVAILABLE with
@@ -150,7 +156,7 @@ class _Tracked:
                     f"{scheduler._where}: a response was sent after the final one"
                 )
             self.done = final
-        if isinstance(response, EdgeboxError):
+        if not answered(response):
             self.failed = True
         try:
             self._sink.send(response, final)

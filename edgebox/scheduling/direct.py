@@ -4,7 +4,10 @@ instance and its one final response is sent to the sink on that thread before
 ``submit`` returns, so a lone client pays no thread hand-off.
 
 Whatever ``execute`` raises, ``BaseException``s included, fails only that
-request (a 500 naming the exception) and the instance goes back to the pool. A
+request (a 500 naming the exception) and the instance goes back to the pool.
+Statistics count as Triton 2.51 does (``answered``): an error the model
+answered with is a success; a failed execute is one execution, no inference,
+one failure. A
 request whose client gave up while it waited for an instance is answered
 CANCELLED without running.
 """
@@ -56,24 +59,39 @@ class DirectScheduler(SynchronousScheduler):
         try:
             if isinstance(result, EdgeboxError):
                 raise result
-            response = finish_response(result, request, self._signature, self._where)
-        except EdgeboxError:
-            self.statistics.record_request(False, clock() - start)
-            raise
+            result = finish_response(result, request, self._signature, self._where)
+        except EdgeboxError as exc:
+            result = exc
         done = clock()
         batch = (
             request.inputs[0].data.shape[0]
             if self._signature.max_batch_size and request.inputs
             else 1
         )
+        ok = answered(result)
         self.statistics.record_execution(
-            batch, 1, prepared - acquired, executed - prepared, done - executed
+            batch,
+            int(ok),
+            prepared - acquired,
+            executed - prepared,
+            done - executed,
+            inferences=batch if ok else 0,
         )
-        self.statistics.record_request(True, done - start, acquired - start)
-        return response
+        self.statistics.record_request(ok, done - start, acquired - start)
+        if isinstance(result, EdgeboxError):
+            raise result
+        return result
 
     def close(self) -> None:
         self._pool.close()
+
+
+def answered(result: object) -> bool:
+    """Whether the model answered the request, with a response or with an error
+    of its own (``EdgeboxError.answered_by_model``): Triton 2.51 counts both as
+    a success (inference, queue and compute counts). Any other error means the
+    execute (or the checks of its answer) failed: a failure, no inference."""
+    return not isinstance(result, EdgeboxError) or result.answered_by_model
 
 
 def cancelled_error(where: str) -> Cancelled:

@@ -22,11 +22,14 @@ each request its one final response (``infer`` waits for it). A request whose
 client gave up (``InferRequest.is_cancelled``) is dropped, answered CANCELLED,
 when it would join a batch; like a timed-out one it counts as failed.
 Whatever ``execute`` raises, ``BaseException``s included, fails that batch's
-requests and the worker goes on. Should a worker itself die (nothing a model
-does gets that far), the batcher stops: every waiting and later request fails
-UNAVAILABLE with the reason, kept in ``failure``, which takes the version out
-of service until it is reloaded. Finals for requests answered from the queue
-(timed out, cancelled) are sent under the queue lock: sinks must be quick.
+requests and the worker goes on. As in Triton 2.51, a request the model
+answered with an error counts as a success, and a failed execute counts one
+execution (and its batch size) but no inference, one failure per request.
+Should a worker itself die (nothing a model does gets that far), the batcher
+stops: every waiting and later request fails UNAVAILABLE with the reason, kept
+in ``failure``, which takes the version out of service until it is reloaded.
+Finals for requests answered from the queue (timed out, cancelled) are sent
+under the queue lock: sinks must be quick.
 
 The instance's ``execute`` gets the batch as a list of requests, as Triton's
 backends do: the python backend passes the list to ``model.py``, ONNX Runtime
@@ -46,7 +49,7 @@ from tritonclient.grpc import model_config_pb2
 from edgebox.backends.base import Instance
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
 from edgebox.responses import Outcome, ResponseSink
-from edgebox.scheduling.direct import cancelled_error, describe, finish_response
+from edgebox.scheduling.direct import answered, cancelled_error, describe, finish_response
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.scheduling.scheduler import Scheduler
 from edgebox.scheduling.statistics import ModelStatistics
@@ -81,10 +84,6 @@ class _Pending:
         self.enqueued_ns = enqueued_ns
         self.deadline_ns = deadline_ns
         self.result: Outcome = None
-
-    @property
-    def failed(self) -> bool:
-        return isinstance(self.result, EdgeboxError)
 
 
 class DynamicBatcher(Scheduler):
@@ -315,13 +314,18 @@ class DynamicBatcher(Scheduler):
             except EdgeboxError as exc:
                 pending.result = exc
         done = clock()
-        items = sum(p.batch for p in batch)
+        ok = [answered(p.result) for p in batch]
         self.statistics.record_execution(
-            items, len(batch), prepared - started, executed - prepared, done - executed
+            sum(p.batch for p in batch),
+            sum(ok),
+            prepared - started,
+            executed - prepared,
+            done - executed,
+            inferences=sum(p.batch for p, good in zip(batch, ok, strict=True) if good),
         )
-        for pending in batch:
+        for pending, good in zip(batch, ok, strict=True):
             self.statistics.record_request(
-                not pending.failed, done - pending.enqueued_ns, started - pending.enqueued_ns
+                good, done - pending.enqueued_ns, started - pending.enqueued_ns
             )
 
     def _complete(self, batch: list[_Pending], sequence: int) -> None:

@@ -48,7 +48,7 @@ import numpy as np
 from edgebox.backends.base import Instance
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
 from edgebox.responses import Outcome, ResponseSink
-from edgebox.scheduling.direct import cancelled_error, describe, finish_response
+from edgebox.scheduling.direct import answered, cancelled_error, describe, finish_response
 from edgebox.scheduling.dynamic_batcher import DEFAULT_MAX_QUEUE_SIZE
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.scheduling.scheduler import Scheduler
@@ -433,14 +433,18 @@ class SequenceBatcher(Scheduler):
             except EdgeboxError as exc:
                 pending.result = exc
         done = clock()
+        ok = [answered(pending.result) for pending, _ in real]
         self.statistics.record_execution(
-            len(real), len(real), prepared - started, executed - prepared, done - executed
+            len(real),
+            sum(ok),
+            prepared - started,
+            executed - prepared,
+            done - executed,
+            inferences=sum(ok),
         )
-        for pending, _ in real:
+        for (pending, _), good in zip(real, ok, strict=True):
             self.statistics.record_request(
-                not isinstance(pending.result, EdgeboxError),
-                done - pending.enqueued_ns,
-                started - pending.enqueued_ns,
+                good, done - pending.enqueued_ns, started - pending.enqueued_ns
             )
 
     def _model_request(self, pending: _Pending | None, template: _Pending) -> InferRequest:

@@ -165,15 +165,28 @@ class ModelStatistics:
         self._latency_counts = [0] * (len(_LATENCY_BOUNDS_NS) + 1)
 
     def record_execution(
-        self, batch_size: int, requests: int, input_ns: int, infer_ns: int, output_ns: int
+        self,
+        batch_size: int,
+        requests: int,
+        input_ns: int,
+        infer_ns: int,
+        output_ns: int,
+        *,
+        inferences: int | None = None,
     ) -> None:
-        """One ``execute`` of ``requests`` requests holding ``batch_size`` inferences."""
+        """One ``execute`` of a batch of ``batch_size`` inferences, of which
+        ``requests`` requests holding ``inferences`` inferences (all of them by
+        default) were answered. As in Triton, ``batch_stats`` counts the whole
+        batch while ``inference_count`` and the compute phases count only the
+        answered requests: an execute that failed adds an execution and a batch
+        but no inferences (``requests=0, inferences=0``)."""
         with self._lock:
             self.execution_count += 1
-            self.inference_count += batch_size
-            self.compute_input.add(input_ns, requests)
-            self.compute_infer.add(infer_ns, requests)
-            self.compute_output.add(output_ns, requests)
+            self.inference_count += batch_size if inferences is None else inferences
+            if requests:
+                self.compute_input.add(input_ns, requests)
+                self.compute_infer.add(infer_ns, requests)
+                self.compute_output.add(output_ns, requests)
             batch = self._batches.get(batch_size)
             if batch is None:
                 batch = self._batches[batch_size] = _BatchStats()

@@ -72,7 +72,12 @@ def response_from_header(header: dict, read: Callable[[dict], Tensor]) -> InferR
 
 
 def error_header(error: EdgeboxError) -> dict:
-    return {"error": str(error), "code": error.code.value}
+    """``answered_by_model`` travels too: the daemon's statistics count a
+    model's own error answer as a success (as Triton does)."""
+    header = {"error": str(error), "code": error.code.value}
+    if error.answered_by_model:
+        header["answered_by_model"] = True
+    return header
 
 
 _ERROR_CLASSES = {
@@ -86,10 +91,11 @@ def error_from_header(header: dict) -> EdgeboxError:
         code = ErrorCode(header.get("code", ErrorCode.INTERNAL.value))
     except ValueError:
         code = ErrorCode.INTERNAL
+    answered = header.get("answered_by_model") is True
     error_class = _ERROR_CLASSES.get(code)
     if error_class is not None:
-        return error_class(str(header["error"]))
-    return EdgeboxError(str(header["error"]), code)
+        return error_class(str(header["error"]), answered_by_model=answered)
+    return EdgeboxError(str(header["error"]), code, answered_by_model=answered)
 
 
 def is_error(header: dict) -> bool:

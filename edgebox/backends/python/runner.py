@@ -347,7 +347,11 @@ class PythonInstance:
     ) -> InferResponse | EdgeboxError:
         if response.has_error():
             error = response.error()
-            return EdgeboxError(f"{self._where}: {error}", pb_utils._edgebox_code(error.code()))
+            return EdgeboxError(
+                f"{self._where}: {error}",
+                pb_utils._edgebox_code(error.code()),
+                answered_by_model=True,
+            )
         wanted = {output.name for output in request.outputs}
         outputs = []
         for tensor in response.output_tensors():
