@@ -1,10 +1,15 @@
 """The repository both servers of the differential test serve: python models
 and an ensemble only, since the reference Triton (PyPI's nvidia-pytriton) has
-no ONNX Runtime backend."""
+no ONNX Runtime backend. ``sequence_py`` is a sequence model with every
+control (no implicit state: Triton's python backend has none);
+``sequence_py_strid`` the same with a TYPE_STRING CORRID, and
+``sequence_py_defaults`` without an idle time (for the config answer)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from sequence_models import write_sequence_py
 
 from model_fixtures import write_model
 
@@ -68,4 +73,10 @@ ensemble_scheduling {
 def write_parity_repository(root: Path) -> Path:
     write_model(root, "add_sub_py", ADD_SUB_CONFIG, {"1/model.py": ADD_SUB})
     write_model(root, "double", DOUBLE_CONFIG, {"1/.keep": ""})
+    write_sequence_py(root)
+    string_id = write_sequence_py(root, "sequence_py_strid")
+    config = string_id / "config.pbtxt"
+    config.write_text(config.read_text().replace("TYPE_UINT64", "TYPE_STRING"))
+    defaults = write_sequence_py(root, "sequence_py_defaults") / "config.pbtxt"
+    defaults.write_text(defaults.read_text().replace("max_sequence_idle_microseconds: 5000000", ""))
     return root

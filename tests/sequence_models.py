@@ -2,7 +2,8 @@
 the control inputs (START, END, READY, CORRID), ``request.correlation_id()``
 and ``request.flags()``, so an answer shows what the scheduler handed the
 backend. OUTPUT = INPUT + START + END * CORRID, as ``simple_dyna_sequence``
-answers; INFO holds the rest as JSON text. No implicit state: Triton's python
+answers (a string CORRID counts as its decimal value, else 0); INFO holds
+the rest as JSON text. No implicit state: Triton's python
 backend has none."""
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ def _value(request, name):
     return pb_utils.get_input_tensor_by_name(request, name).as_numpy()
 
 
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _number(text):
+    return int(text) if text.isdigit() else 0
+
+
 class TritonPythonModel:
     def execute(self, requests):
         responses = []
@@ -54,7 +63,12 @@ class TritonPythonModel:
             start = _value(request, "START")
             end = _value(request, "END")
             corrid = _value(request, "CORRID")
-            y = x + start + end * corrid.astype(np.int64) + OFFSET
+            if corrid.dtype == object:
+                corrid = np.vectorize(_text, otypes=[object])(corrid)
+                number = np.vectorize(_number, otypes=[np.int64])(corrid)
+            else:
+                number = corrid.astype(np.int64)
+            y = x + start + end * number + OFFSET
             info = json.dumps({{
                 "correlation_id": request.correlation_id(),
                 "flags": request.flags(),

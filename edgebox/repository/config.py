@@ -24,6 +24,8 @@ from edgebox.repository.config_rules import check_model_config
 ModelConfig = model_config_pb2.ModelConfig
 
 CONFIG_FILENAME = "config.pbtxt"
+DEFAULT_MAX_SEQUENCE_IDLE_US = 1_000_000
+"""Triton's ``max_sequence_idle_microseconds`` when a config leaves it 0."""
 
 PLATFORM_TO_BACKEND = {
     "tensorrt_plan": "tensorrt",
@@ -167,10 +169,24 @@ def normalize_model_config(
             optimization.input_pinned_memory.enable = True
         if not optimization.HasField("output_pinned_memory"):
             optimization.output_pinned_memory.enable = True
+    if config.HasField("sequence_batching"):
+        _fill_sequence_batching(config)
     return [
         _located(source, positions, field_path, message)
         for field_path, message in check_model_config(config)
     ]
+
+
+def _fill_sequence_batching(config: ModelConfig) -> None:
+    """What Triton 2.51's config answer shows for a sequence model that left
+    these unset (tests/repository/test_config_sequence_defaults.py): a 1 s
+    idle time, and an ``oldest`` strategy preferring ``max_batch_size``."""
+    batching = config.sequence_batching
+    if batching.max_sequence_idle_microseconds == 0:
+        batching.max_sequence_idle_microseconds = DEFAULT_MAX_SEQUENCE_IDLE_US
+    preferred = batching.oldest.preferred_batch_size
+    if batching.HasField("oldest") and config.max_batch_size > 0 and not preferred:
+        preferred.append(config.max_batch_size)
 
 
 def backend_of(config: ModelConfig) -> str:

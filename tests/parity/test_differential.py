@@ -91,8 +91,81 @@ CASES = {
     "statistics": ("GET", "/v2/models/add_sub_py/stats", None),
 }
 
+
+def sequence_body(value: int = 1, batch_size: int = 1, **parameters) -> bytes:
+    body = json.loads(infer_body([tensor("INPUT", [value] * batch_size, (batch_size, 1), "INT32")]))
+    if parameters:
+        body["parameters"] = parameters
+    return json.dumps(body).encode()
+
+
+SEQUENCE = "/v2/models/sequence_py/infer"
+CASES |= {
+    "sequence config": ("GET", "/v2/models/sequence_py/config", None),
+    "sequence config defaults": ("GET", "/v2/models/sequence_py_defaults/config", None),
+    "sequence infer no id": ("POST", SEQUENCE, sequence_body(sequence_start=True)),
+    "sequence infer id 0": ("POST", SEQUENCE, sequence_body(sequence_id=0, sequence_start=True)),
+    "sequence infer no start": ("POST", SEQUENCE, sequence_body(sequence_id=11)),
+    "sequence infer end without start": (
+        "POST",
+        SEQUENCE,
+        sequence_body(sequence_id=11, sequence_end=True),
+    ),
+    "sequence infer start": (
+        "POST",
+        SEQUENCE,
+        sequence_body(3, sequence_id=12, sequence_start=True),
+    ),
+    "sequence infer middle": ("POST", SEQUENCE, sequence_body(4, sequence_id=12)),
+    "sequence infer start again": (
+        "POST",
+        SEQUENCE,
+        sequence_body(5, sequence_id=12, sequence_start=True),
+    ),
+    "sequence infer end": ("POST", SEQUENCE, sequence_body(6, sequence_id=12, sequence_end=True)),
+    "sequence infer after end": ("POST", SEQUENCE, sequence_body(7, sequence_id=12)),
+    "sequence infer start and end": (
+        "POST",
+        SEQUENCE,
+        sequence_body(8, sequence_id=13, sequence_start=True, sequence_end=True),
+    ),
+    "sequence infer batch of 2": (
+        "POST",
+        SEQUENCE,
+        sequence_body(1, 2, sequence_id=14, sequence_start=True),
+    ),
+    "sequence infer negative id": (
+        "POST",
+        SEQUENCE,
+        sequence_body(sequence_id=-3, sequence_start=True),
+    ),
+    "sequence infer string CORRID": (
+        "POST",
+        "/v2/models/sequence_py_strid/infer",
+        sequence_body(2, sequence_id="15", sequence_start=True, sequence_end=True),
+    ),
+    "sequence infer decimal string id": (
+        "POST",
+        SEQUENCE,
+        sequence_body(2, sequence_id="16", sequence_start=True, sequence_end=True),
+    ),
+    "sequence statistics": ("GET", "/v2/models/sequence_py/stats", None),
+}
+
 DELIBERATE = {
     "infer malformed JSON": "both refuse it; edgebox's status is 400 where Triton's may differ",
+    "sequence infer negative id": (
+        "Triton answers a client's negative sequence_id with 500 'Unable to parse'; a client "
+        "mistake is a 400 in edgebox"
+    ),
+    "sequence infer string CORRID": (
+        "Triton 2.51 fails a TYPE_STRING CORRID ('unexpected number of string elements'); "
+        "edgebox hands the model the ID as its text"
+    ),
+    "sequence infer decimal string id": (
+        "Triton 2.51 hands an integer CORRID the string's bytes read as a number (and "
+        "correlation_id() the string); edgebox gives the decimal value"
+    ),
 }
 """Case -> why edgebox answers differently on purpose (issue 13 lists them)."""
 
@@ -115,9 +188,11 @@ def call(url: str, method: str, path: str, body: bytes | None) -> tuple[int, obj
 def comparable(case: str, status: int, body: object) -> object:
     """What a client reads from the answer: the status, and for successes the
     parts clients use."""
+    if case.startswith("sequence") and status >= 400:
+        return status, body.get("error") if isinstance(body, dict) else body
     if status >= 400 or not isinstance(body, (dict, list)):
         return status
-    if case.startswith("infer"):
+    if case.startswith(("infer", "sequence infer")):
         return status, {o["name"]: o["data"] for o in body.get("outputs", [])}
     if case == "model metadata":
         return status, {
@@ -125,6 +200,17 @@ def comparable(case: str, status: int, body: object) -> object:
         }
     if case == "repository index":
         return status, sorted((e["name"], e.get("version"), e.get("state")) for e in body)
+    if case.startswith("sequence config"):
+        return status, body
+    if case == "sequence statistics":
+        stats = body["model_stats"][0]
+        inference = stats["inference_stats"]
+        return status, {
+            "success": inference["success"]["count"],
+            "fail": inference["fail"]["count"],
+            "inference_count": stats["inference_count"],
+            "execution_count": stats["execution_count"],
+        }
     if case == "statistics":
         stats = body["model_stats"][0]
         inference = stats["inference_stats"]
