@@ -6,8 +6,9 @@ arrival order, with the control inputs and implicit state the config asks for
 A sequence starts with a request flagged ``sequence_start`` and takes a slot
 on an instance: a batch slot with the ``direct`` strategy (``max_batch_size``
 slots per instance, one without batching), a candidate place with ``oldest``
-(``max_candidate_sequences`` per instance). A sequence that finds no free slot
-waits in the backlog with its requests, in arrival order, until one frees. The
+(``max_candidate_sequences`` per instance; ``max_batch_size`` when 0, as in
+Triton). A sequence that finds no free slot waits in the backlog with its
+requests, in arrival order, until one frees. The
 slot frees when the request flagged ``sequence_end`` has run, or when the
 sequence has had no request for ``max_sequence_idle_microseconds``; after
 that its ID must start again. A request of a sequence that never started (or
@@ -140,7 +141,7 @@ class SequenceBatcher(Scheduler):
         self._oldest = batching.HasField("oldest")
         if self._oldest:
             oldest = batching.oldest
-            slots = max(oldest.max_candidate_sequences, 1)
+            slots = oldest.max_candidate_sequences or max(self._max_batch, 1)
             preferred = sorted(
                 {p for p in oldest.preferred_batch_size if 0 < p <= max(self._max_batch, 1)}
             )

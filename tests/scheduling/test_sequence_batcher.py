@@ -316,6 +316,25 @@ def test_oldest_batches_the_oldest_requests_of_different_sequences(tmp_path):
     batcher.close()
 
 
+def test_oldest_without_max_candidate_sequences_has_max_batch_size_slots(tmp_path):
+    """Triton 2.51 (probed) takes max_batch_size sequences at once when
+    max_candidate_sequences is 0, as config_rules' message says."""
+    strategy = "oldest { }"
+    batcher = batcher_for(
+        [FakeSequenceInstance()], tmp_path, max_batch=4, strategy=strategy, idle_us=60_000_000
+    )
+    callers = [Caller(batcher, seq(sid, sid, start=True, batched=True)) for sid in (1, 2, 3, 4)]
+    for caller in callers:
+        caller.join(10)
+    assert [caller.response is not None for caller in callers] == [True] * 4
+    fifth = Caller(batcher, seq(5, 5, start=True, batched=True))
+    wait_for(lambda: batcher.queue_size == 1, what="the fifth sequence to wait for a slot")
+    batcher.infer(seq(1, 1, end=True, batched=True))
+    fifth.join(10)
+    assert output(fifth.response) == 6
+    batcher.close()
+
+
 def test_a_cancelled_request_is_dropped_unless_it_starts_or_ends_its_sequence(tmp_path):
     instance = FakeSequenceInstance(hold_first=True)
     batcher = batcher_for([instance], tmp_path, max_batch=4)
