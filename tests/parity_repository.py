@@ -3,7 +3,8 @@ and an ensemble only, since the reference Triton (PyPI's nvidia-pytriton) has
 no ONNX Runtime backend. ``sequence_py`` is a sequence model with every
 control (no implicit state: Triton's python backend has none);
 ``sequence_py_strid`` the same with a TYPE_STRING CORRID, and
-``sequence_py_defaults`` without an idle time (for the config answer)."""
+``sequence_py_defaults`` without an idle time (for the config answer),
+``sequence_py_direct`` with the direct strategy (null requests pad a batch)."""
 
 from __future__ import annotations
 
@@ -77,6 +78,10 @@ def write_parity_repository(root: Path) -> Path:
     string_id = write_sequence_py(root, "sequence_py_strid")
     config = string_id / "config.pbtxt"
     config.write_text(config.read_text().replace("TYPE_UINT64", "TYPE_STRING"))
+    direct = write_sequence_py(root, "sequence_py_direct") / "config.pbtxt"
+    direct.write_text(
+        direct.read_text().replace("oldest { max_candidate_sequences: 4 }", "direct { }")
+    )
     defaults = write_sequence_py(root, "sequence_py_defaults") / "config.pbtxt"
     defaults.write_text(defaults.read_text().replace("max_sequence_idle_microseconds: 5000000", ""))
     return root

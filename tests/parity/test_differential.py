@@ -100,6 +100,7 @@ def sequence_body(value: int = 1, batch_size: int = 1, **parameters) -> bytes:
 
 
 SEQUENCE = "/v2/models/sequence_py/infer"
+DIRECT = "/v2/models/sequence_py_direct/infer"
 CASES |= {
     "sequence config": ("GET", "/v2/models/sequence_py/config", None),
     "sequence config defaults": ("GET", "/v2/models/sequence_py_defaults/config", None),
@@ -150,6 +151,23 @@ CASES |= {
         sequence_body(2, sequence_id="16", sequence_start=True, sequence_end=True),
     ),
     "sequence statistics": ("GET", "/v2/models/sequence_py/stats", None),
+    "sequence direct slot 0": (
+        "POST",
+        DIRECT,
+        sequence_body(1, sequence_id=21, sequence_start=True),
+    ),
+    "sequence direct slot 1": (
+        "POST",
+        DIRECT,
+        sequence_body(2, sequence_id=22, sequence_start=True),
+    ),
+    "sequence direct slot 1 alone": ("POST", DIRECT, sequence_body(3, sequence_id=22)),
+    "sequence direct slot 1 end": (
+        "POST",
+        DIRECT,
+        sequence_body(4, sequence_id=22, sequence_end=True),
+    ),
+    "sequence direct statistics": ("GET", "/v2/models/sequence_py_direct/stats", None),
 }
 
 DELIBERATE = {
@@ -192,7 +210,7 @@ def comparable(case: str, status: int, body: object) -> object:
         return status, body.get("error") if isinstance(body, dict) else body
     if status >= 400 or not isinstance(body, (dict, list)):
         return status
-    if case.startswith(("infer", "sequence infer")):
+    if case.startswith(("infer", "sequence infer", "sequence direct slot")):
         return status, {o["name"]: o["data"] for o in body.get("outputs", [])}
     if case == "model metadata":
         return status, {
@@ -202,7 +220,7 @@ def comparable(case: str, status: int, body: object) -> object:
         return status, sorted((e["name"], e.get("version"), e.get("state")) for e in body)
     if case.startswith("sequence config"):
         return status, body
-    if case == "sequence statistics":
+    if case in ("sequence statistics", "sequence direct statistics"):
         stats = body["model_stats"][0]
         inference = stats["inference_stats"]
         return status, {
