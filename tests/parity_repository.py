@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sequence_models import write_sequence_py
-
 from model_fixtures import write_model
+from sequence_models import write_sequence_py
 
 ADD_SUB = """
 import numpy as np

@@ -28,6 +28,7 @@ from edgebox.lifecycle.registry import ModelRegistry, ServedModel
 from edgebox.lifecycle.states import ModelState
 from edgebox.lifecycle.warmup import run_warmup
 from edgebox.repository.config import ModelConfig, backend_of
+from edgebox.repository.initial_state import initial_state_values
 from edgebox.scheduling.decoupled import DecoupledScheduler
 from edgebox.scheduling.direct import DirectScheduler
 from edgebox.scheduling.dynamic_batcher import DynamicBatcher
@@ -156,7 +157,9 @@ class VersionLoader:
             signature = ModelSignature.from_config(config)
             labels = read_labels(context)
             controls = (
-                SequenceControls.from_config(config, context.model_dir, context.where)
+                SequenceControls.from_config(
+                    config, initial_state_values(config, context.model_dir, context.where)
+                )
                 if config.HasField("sequence_batching")
                 else None
             )

@@ -126,3 +126,13 @@ def _from_file(
 def _read_only(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+def initial_state_values(config, model_dir: Path, where: str) -> list[np.ndarray]:
+    """Every ``sequence_batching.state`` entry's first value, in config order:
+    what the sequence batcher is built with."""
+    batched = config.max_batch_size > 0
+    return [
+        initial_state_value(state, model_dir, batched, where)
+        for state in config.sequence_batching.state
+    ]

@@ -18,14 +18,13 @@ can get wrong, its correlation ID against the CORRID datatype.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2
 
 from edgebox.errors import InvalidArgument
-from edgebox.repository.initial_state import initial_state_value
 from edgebox.scheduling.sequence_tag import WARMUP_SEQUENCE, CorrelationId, SequenceTag
 from edgebox.tensors import Tensor, config_type_to_datatype, numpy_dtype
 
@@ -76,7 +75,10 @@ class SequenceControls:
         self.state_outputs = [s.output_name for s in states]
 
     @classmethod
-    def from_config(cls, config, model_dir: Path, where: str) -> SequenceControls:
+    def from_config(cls, config, initial_states: Sequence[np.ndarray] = ()) -> SequenceControls:
+        """``initial_states``: each ``state`` entry's first value, in config
+        order (lifecycle reads them from the model folder,
+        ``repository/initial_state.py``); required when the config has states."""
         batching = config.sequence_batching
         batched = config.max_batch_size > 0
         flags: list[_FlagControl] = []
@@ -98,14 +100,18 @@ class SequenceControls:
                 flags.append(
                     _FlagControl(control_input.name, control.kind, datatype, values[0], values[1])
                 )
+        if len(initial_states) != len(batching.state):
+            raise ValueError(
+                f"{len(batching.state)} state entries but {len(initial_states)} initial values"
+            )
         states = [
             StateSpec(
                 state.input_name,
                 state.output_name,
                 config_type_to_datatype(model_config_pb2.DataType.Name(state.data_type)),
-                initial_state_value(state, model_dir, batched, where),
+                initial,
             )
-            for state in batching.state
+            for state, initial in zip(batching.state, initial_states, strict=True)
         ]
         return cls(flags, corrid, states, batched, config.name)
 

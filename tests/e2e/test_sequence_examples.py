@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from sequence_models import sequence_py_source, write_sequence_py
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import DaemonProcess, wait_for
 from scripts.sequence_onnx import main as build_sequence_models
+from sequence_models import sequence_py_source, write_sequence_py
 
 VALUES = [11, 7, 5, 3, 2, 0, 1]
 """The examples' values: sequence 0 sends [0] + VALUES, sequence 1 [100] + negated."""

@@ -22,6 +22,7 @@ from google.protobuf import text_format
 from daemon_process import wait_for
 from edgebox.errors import EdgeboxError
 from edgebox.repository.config import ModelConfig
+from edgebox.repository.initial_state import initial_state_values
 from edgebox.scheduling.decoupled import DecoupledScheduler
 from edgebox.scheduling.direct import DirectScheduler
 from edgebox.scheduling.dynamic_batcher import DynamicBatcher
@@ -294,7 +295,7 @@ def test_sequence_batcher_counts_error_answers_as_successes_and_failed_executes_
         InstancePool([FakeAnsweringSequenceInstance()]),
         ModelSignature.from_config(cfg),
         cfg,
-        SequenceControls.from_config(cfg, tmp_path, WHERE),
+        SequenceControls.from_config(cfg, initial_state_values(cfg, tmp_path, WHERE)),
         WHERE,
     )
 

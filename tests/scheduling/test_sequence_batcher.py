@@ -9,6 +9,7 @@ from google.protobuf import text_format
 from daemon_process import wait_for
 from edgebox.errors import Cancelled, ErrorCode, InvalidArgument, Unavailable
 from edgebox.repository.config import ModelConfig
+from edgebox.repository.initial_state import initial_state_values
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.scheduling.sequence_batcher import SequenceBatcher
 from edgebox.scheduling.sequence_controls import SequenceControls
@@ -62,7 +63,7 @@ def batcher_for(
     }
     config = text_format.Parse(text, ModelConfig())
     where = "model 'm' version 1"
-    controls = SequenceControls.from_config(config, tmp_path, where)
+    controls = SequenceControls.from_config(config, initial_state_values(config, tmp_path, where))
     return SequenceBatcher(
         InstancePool(instances), ModelSignature.from_config(config), config, controls, where
     )
