@@ -15,6 +15,11 @@ tracker keeping the last frame), the region it points into is given up and a
 fresh one is sent to the daemon, so the next request cannot overwrite what
 the model kept.
 
+Custom metrics the model creates (``pb_utils.MetricFamily``) live in this
+process's registry; the families that changed ride on the next
+``initialized`` or ``result`` message (``metrics``), and the daemon adds
+them to the registry it exports (``custom.MetricMirror``).
+
 Exit status: 0 after ``finalize`` or once the daemon closes the channel (it
 has exited), ``EXIT_OUT_OF_MEMORY`` after the model ran out of memory (the
 daemon restarts it: a leak is released), anything else is a crash.
@@ -52,6 +57,7 @@ from edgebox.backends.python.isolated_messages import (
 )
 from edgebox.backends.python.tensor_region import TensorRegion, layout, read, write
 from edgebox.errors import EdgeboxError
+from edgebox.metrics import custom as custom_metrics
 from edgebox.repository.config import ModelConfig, config_to_dict
 from edgebox.tensors import InferRequest, InferResponse
 
@@ -73,6 +79,7 @@ class ChildServer:
         self._outputs: TensorRegion | None = None
         self._out_of_memory: MemoryError | None = None
         self._bls_lock = threading.Lock()
+        self._metrics = custom_metrics.ChangeFeed(custom_metrics.registry)
 
     def serve(self) -> int:
         while True:
@@ -142,7 +149,7 @@ class ChildServer:
             self._channel.send({"op": "initialized", **error_header(err)})
             return
         self._watch_memory_errors()
-        self._channel.send({"op": "initialized"})
+        self._channel.send(self._with_metrics({"op": "initialized"}))
 
     def _execute(self, header: dict) -> None:
         size = int(header["input_bytes"])
@@ -166,9 +173,20 @@ class ChildServer:
             self._inputs = replacement
             reply["inputs_replaced"] = True
             fds = [replacement.fd]
-        self._channel.send(reply, fds=fds)
+        self._channel.send(self._with_metrics(reply), fds=fds)
 
     # -- helpers ---------------------------------------------------------
+
+    def _with_metrics(self, message: dict) -> dict:
+        """``message`` with the custom metrics that changed since the last one."""
+        try:
+            changes = self._metrics.changes()
+        except Exception:
+            _log.exception("reading the model's custom metrics failed")
+            return message
+        if changes is not None:
+            message["metrics"] = changes
+        return message
 
     def _write_outputs(
         self, results: list[InferResponse | EdgeboxError]

@@ -7,6 +7,10 @@ input region (the child reads them in place), outputs out of the output
 region into arrays of their own, so a response never points into memory the
 next request reuses. The child adds one copy of each output into its region.
 
+Custom metrics the model changed come with its ``initialized`` and
+``result`` messages; the process's ``MetricMirror`` adds them to the
+daemon's registry and takes them out again when the process is released.
+
 One thread at a time talks to a process (the instance's ``execute`` caller,
 or the thread loading it); any thread may ``poll``, ``wait`` for or ``kill`` it.
 """
@@ -38,6 +42,7 @@ from edgebox.backends.python.isolated_messages import (
 )
 from edgebox.backends.python.tensor_region import TensorRegion, layout, read, write
 from edgebox.errors import EdgeboxError, ErrorCode, Unavailable
+from edgebox.metrics import custom as custom_metrics
 from edgebox.repository.config import config_to_dict
 from edgebox.tensors import InferRequest, InferResponse
 
@@ -72,10 +77,17 @@ class ProcessExited(Exception):
 
 
 class ModelProcess:
-    def __init__(self, popen: subprocess.Popen, channel: Channel, memory_limit_mb: int) -> None:
+    def __init__(
+        self,
+        popen: subprocess.Popen,
+        channel: Channel,
+        memory_limit_mb: int,
+        label: str = "python model process",
+    ) -> None:
         self._popen = popen
         self._channel = channel
         self.memory_limit_mb = memory_limit_mb
+        self._metrics = custom_metrics.MetricMirror(label, custom_metrics.registry)
         self._inputs: TensorRegion | None = None
         self._outputs: TensorRegion | None = None
 
@@ -115,7 +127,7 @@ class ModelProcess:
             theirs.close()
         with _running_lock:
             _running.add(popen)
-        return cls(popen, channel, memory_limit_mb)
+        return cls(popen, channel, memory_limit_mb, label)
 
     @property
     def pid(self) -> int:
@@ -151,6 +163,7 @@ class ModelProcess:
         reply, _fds = self._await("initialized", context.infer)
         if is_error(reply):
             raise error_from_header(reply)
+        self._metrics.apply(reply.get("metrics"))
 
     # -- requests --------------------------------------------------------
 
@@ -174,6 +187,7 @@ class ModelProcess:
         if fds:
             self._inputs.close()
             self._inputs = TensorRegion(fds[0])
+        self._metrics.apply(reply.get("metrics"))
         try:
             results = reply["results"]
             if len(results) != len(requests):
@@ -225,6 +239,7 @@ class ModelProcess:
         """Close the channel and regions; the process must have exited."""
         with _running_lock:
             _running.discard(self._popen)
+        self._metrics.close()
         self._channel.close()
         for region in (self._inputs, self._outputs):
             if region is not None:
