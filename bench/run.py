@@ -20,6 +20,8 @@ Then issue 9's connection exhaustion: new clients served while 128 slow
 sockets are held (``bench/slowloris.py``, on the same daemon).
 Then issue 10's transports: HTTP binary and gRPC against the direct call
 (``bench/transports.py``, on the same daemon, which serves both).
+Then issue 13's sequence batcher against the same models without it
+(``bench/sequence.py``, on a daemon of its own).
 
     python bench/run.py                       # full run, about 5 minutes
     python bench/run.py --quick               # smoke run, under a minute
@@ -35,6 +37,7 @@ Then issue 10's transports: HTTP binary and gRPC against the direct call
     python bench/run.py --only transports     # only HTTP vs gRPC, about 2 minutes
     python bench/run.py --only mqtt           # only MQTT publish cost and spool drain
     python bench/run.py --only observers      # only lane c=8 with dashboard and metrics watching
+    python bench/run.py --only sequence       # only sequence batching vs the same model without
 
 Exits 1 when a target fails (unless ``--no-fail``). Results also go to
 ``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``, the
@@ -67,6 +70,7 @@ from bench import (  # noqa: E402
     drops,
     isolation,
     observers,
+    sequence,
     server_choice,
     slowloris,
     stream_fps,
@@ -169,6 +173,7 @@ PARTS = (
     "transports",
     "mqtt",
     "observers",
+    "sequence",
 )
 
 
@@ -328,6 +333,12 @@ def main(argv: list[str] | None = None) -> int:
     if "isolation" in parts:
         figures, found = measure_isolation(plan)
         results["isolation"] = figures
+        targets += [Target(*t) for t in found]
+    if "sequence" in parts:
+        print("\nissue 13: sequence batching against the same models without it", flush=True)
+        rounds, c1_s, c8_s = (2, 0.5, 0.8) if args.quick else (7, 1.2, 2.5)
+        figures, found = sequence.measure(OUT / "sequence", rounds, c1_s, c8_s, log=_progress)
+        results["sequence"] = figures
         targets += [Target(*t) for t in found]
     for target in targets:
         print(f"{'PASS' if target.passed else 'FAIL'} {target.name}: {target.text}")
