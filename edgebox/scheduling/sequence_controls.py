@@ -56,8 +56,9 @@ class StateSpec:
 
 
 class SequenceControls:
-    """Built once per loaded version; used by the batcher's workers, never
-    written after construction, so any thread may call it."""
+    """Built once per loaded version and used by the batcher's workers from
+    any thread: besides the config it holds only a cache of read-only flag
+    tensors, which two threads may at worst build twice."""
 
     def __init__(
         self,
@@ -73,6 +74,7 @@ class SequenceControls:
         self._batched = batched
         self._model_name = model_name
         self.state_outputs = [s.output_name for s in states]
+        self._flag_tensors: dict[tuple[bool, bool, bool], list[Tensor]] = {}
 
     @classmethod
     def from_config(cls, config, initial_states: Sequence[np.ndarray] = ()) -> SequenceControls:
@@ -144,26 +146,34 @@ class SequenceControls:
 
     def control_tensors(self, tag: SequenceTag | None) -> list[Tensor]:
         """One request's control inputs; ``tag`` None for the padding a direct
-        batch puts in a slot with no request (READY false, ID 0)."""
-        tensors = []
-        for control in self._flags:
-            if control.kind == _Control.CONTROL_SEQUENCE_READY:
-                on = tag is not None
-            elif control.kind == _Control.CONTROL_SEQUENCE_START:
-                on = tag is not None and tag.start
-            else:
-                on = tag is not None and tag.end
-            value = control.true_value if on else control.false_value
-            tensors.append(self._tensor(control.name, control.datatype, value))
-        if self._corrid is not None:
-            name, datatype = self._corrid
-            tensors.append(self._tensor(name, datatype, _corrid_value(tag, datatype)))
-        return tensors
+        batch puts in a slot with no request (READY false, ID 0). The flag
+        tensors are built once per (ready, start, end) and shared, read-only:
+        a backend never writes its inputs, and the hot path skips ``np.full``."""
+        key = (tag is not None, tag is not None and tag.start, tag is not None and tag.end)
+        tensors = self._flag_tensors.get(key)
+        if tensors is None:
+            tensors = self._flag_tensors[key] = [
+                self._tensor(c.name, c.datatype, c.true_value if on else c.false_value)
+                for c, on in ((c, _flag_on(c, *key)) for c in self._flags)
+            ]
+        if self._corrid is None:
+            return list(tensors)
+        name, datatype = self._corrid
+        return [*tensors, self._tensor(name, datatype, _corrid_value(tag, datatype))]
 
     def _tensor(self, name: str, datatype: str, value) -> Tensor:
         shape = (1, 1) if self._batched else (1,)
         data = np.full(shape, value, dtype=numpy_dtype(datatype))
+        data.flags.writeable = False
         return Tensor(name, datatype, data)
+
+
+def _flag_on(control: _FlagControl, ready: bool, start: bool, end: bool) -> bool:
+    if control.kind == _Control.CONTROL_SEQUENCE_READY:
+        return ready
+    if control.kind == _Control.CONTROL_SEQUENCE_START:
+        return start
+    return end
 
 
 def _corrid_value(tag: SequenceTag | None, datatype: str):
