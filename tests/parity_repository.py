@@ -4,7 +4,9 @@ no ONNX Runtime backend. ``sequence_py`` is a sequence model with every
 control (no implicit state: Triton's python backend has none);
 ``sequence_py_strid`` the same with a TYPE_STRING CORRID, and
 ``sequence_py_defaults`` without an idle time (for the config answer),
-``sequence_py_direct`` with the direct strategy (null requests pad a batch)."""
+``sequence_py_direct`` with the direct strategy (null requests pad a batch).
+``answers_error`` answers a negative input with ``InferenceResponse(error=...)``
+and raises for -5, for how each server counts them."""
 
 from __future__ import annotations
 
@@ -70,7 +72,36 @@ ensemble_scheduling {
 """
 
 
+ANSWERS_ERROR = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            value = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            if value[0] == -5:
+                raise pb_utils.TritonModelException("raised")
+            if value[0] < 0:
+                responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError("negative")))
+            else:
+                responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", value)]))
+        return responses
+"""
+
+ANSWERS_ERROR_CONFIG = """
+name: "answers_error"
+backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+
 def write_parity_repository(root: Path) -> Path:
+    write_model(root, "answers_error", ANSWERS_ERROR_CONFIG, {"1/model.py": ANSWERS_ERROR})
     write_model(root, "add_sub_py", ADD_SUB_CONFIG, {"1/model.py": ADD_SUB})
     write_model(root, "double", DOUBLE_CONFIG, {"1/.keep": ""})
     write_sequence_py(root)

@@ -170,6 +170,22 @@ CASES |= {
     "sequence direct statistics": ("GET", "/v2/models/sequence_py_direct/stats", None),
 }
 
+ANSWERS_ERROR = "/v2/models/answers_error/infer"
+CASES |= {
+    "error infer answered": (
+        "POST",
+        ANSWERS_ERROR,
+        infer_body([tensor("IN", [1], (1,), "INT32")]),
+    ),
+    "error infer error response": (
+        "POST",
+        ANSWERS_ERROR,
+        infer_body([tensor("IN", [-1], (1,), "INT32")]),
+    ),
+    "error infer raised": ("POST", ANSWERS_ERROR, infer_body([tensor("IN", [-5], (1,), "INT32")])),
+    "error statistics": ("GET", "/v2/models/answers_error/stats", None),
+}
+
 DELIBERATE = {
     "infer malformed JSON": "both refuse it; edgebox's status is 400 where Triton's may differ",
     "sequence infer negative id": (
@@ -210,7 +226,7 @@ def comparable(case: str, status: int, body: object) -> object:
         return status, body.get("error") if isinstance(body, dict) else body
     if status >= 400 or not isinstance(body, (dict, list)):
         return status
-    if case.startswith(("infer", "sequence infer", "sequence direct slot")):
+    if case.startswith(("infer", "sequence infer", "sequence direct slot", "error infer")):
         return status, {o["name"]: o["data"] for o in body.get("outputs", [])}
     if case == "model metadata":
         return status, {
@@ -220,7 +236,7 @@ def comparable(case: str, status: int, body: object) -> object:
         return status, sorted((e["name"], e.get("version"), e.get("state")) for e in body)
     if case.startswith("sequence config"):
         return status, body
-    if case in ("sequence statistics", "sequence direct statistics"):
+    if case in ("sequence statistics", "sequence direct statistics", "error statistics"):
         stats = body["model_stats"][0]
         inference = stats["inference_stats"]
         return status, {
@@ -228,6 +244,8 @@ def comparable(case: str, status: int, body: object) -> object:
             "fail": inference["fail"]["count"],
             "inference_count": stats["inference_count"],
             "execution_count": stats["execution_count"],
+            "queue": inference["queue"]["count"],
+            "compute_infer": inference["compute_infer"]["count"],
         }
     if case == "statistics":
         stats = body["model_stats"][0]
