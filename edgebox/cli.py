@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -334,7 +335,10 @@ def _serve(args: argparse.Namespace) -> int:
     _configure_logging(settings.log_verbose)
     from edgebox.daemon import run_daemon
 
-    return run_daemon(settings)
+    environ = dict(os.environ)
+    return run_daemon(
+        settings, reread=lambda: load_settings(flags, config_file=args.config, environ=environ)
+    )
 
 
 def _check(repository: Path) -> int:

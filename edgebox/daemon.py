@@ -1,5 +1,9 @@
 """The composition root: builds every part, starts them in order, and stops them
-in reverse on SIGTERM (finishing in-flight requests first).
+in reverse on SIGTERM (finishing in-flight requests first). SIGHUP re-reads the
+settings and applies what can change live (``reload``).
+
+Signal handlers only set a flag and wake the main thread, which does the
+work: a reload runs there, between watchdog pings, never on a request's path.
 
 Shutdown wins over any load: the models found at start load on their own
 thread while the main thread waits for them or for SIGTERM, and shutdown first
@@ -13,6 +17,7 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 from edgebox.backends import BackendCatalog
 from edgebox.dashboard.deps import DashboardDeps
@@ -25,7 +30,7 @@ from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.metrics.collector import MetricsCollector
 from edgebox.metrics.server import MetricsServer
-from edgebox.mqtt.bridge import build_forwarder, result_tap
+from edgebox.mqtt.bridge import build_forwarder, build_router, result_tap
 from edgebox.mqtt.forwarder import MqttForwarder
 from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.grpc.access import grpc_policy
@@ -37,7 +42,8 @@ from edgebox.protocol.http.v2_handlers import V2Handlers
 from edgebox.protocol.shared_memory import SharedMemoryRegistry
 from edgebox.repository.poller import RepositoryPoller
 from edgebox.sd_notify import notify, watchdog_interval_s
-from edgebox.settings import Settings
+from edgebox.settings import Settings, SettingsError
+from edgebox.settings_reload import SettingsChange, compare, restart_warning
 from edgebox.streams.manager import StreamManager
 from edgebox.telemetry.sampler import Telemetry
 from edgebox.telemetry.source import open_source
@@ -47,8 +53,14 @@ log = logging.getLogger("edgebox")
 
 
 class Daemon:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, reread: Callable[[], Settings] | None = None) -> None:
+        """``reread`` builds the settings again from the same layers as at
+        start (the CLI's file, environment and flags), for SIGHUP; raises
+        SettingsError when they are wrong. None: nothing to re-read."""
         self.settings = settings
+        """What the daemon runs on: after a reload, the live fields' new
+        values and the others' old ones."""
+        self._reread = reread
         self.bus = EventBus()
         self.registry = ModelRegistry(self.bus)
         self.manager = LifecycleManager(
@@ -149,12 +161,26 @@ class Daemon:
         """Built in ``run``, so it sees every source ``__init__`` made."""
         self._stop = threading.Event()
         self._wake = threading.Event()
-        """Set by a stop request or by the end of the initial load."""
+        """Set by a stop or reload request, or by the end of the initial load."""
+        self._loaded = threading.Event()
+        self._reload_requested = threading.Event()
+        self._reloading = False
         self._initial_load_error: BaseException | None = None
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()
         self._wake.set()
+
+    def request_reload(self, *_: object) -> None:
+        """The SIGHUP handler: only a flag; the main thread reloads once the
+        initial load is done (a SIGHUP during it waits for it)."""
+        self._reload_requested.set()
+        self._wake.set()
+
+    @property
+    def reload_pending(self) -> bool:
+        """True from a reload request until the main thread has handled it."""
+        return self._reload_requested.is_set() or self._reloading
 
     def run(self) -> int:
         settings = self.settings
@@ -192,7 +218,9 @@ class Daemon:
         mode = settings.model_control_mode
         loader = threading.Thread(target=self._load_initial, name="initial-load", daemon=True)
         loader.start()
-        self._wake.wait()
+        while not (self._stop.is_set() or self._loaded.is_set()):
+            self._wake.wait()
+            self._wake.clear()
         if self._stop.is_set():
             log.info("stop requested while loading the models")
             self.shutdown()
@@ -210,16 +238,101 @@ class Daemon:
         log.info("edgebox ready (model control mode '%s')", mode)
         notify("READY=1")
         interval = watchdog_interval_s()
-        while not self._stop.wait(interval):
-            if self.healthy():
-                notify("WATCHDOG=1")
-            else:
-                log.error(
-                    "HTTP accept loop, gRPC server or repository poller has died; "
-                    "not feeding the watchdog"
-                )
+        due = time.monotonic() + interval if interval else None
+        while not self._stop.is_set():
+            if self._reload_requested.is_set():
+                self._reloading = True
+                self._reload_requested.clear()
+                try:
+                    self.reload()
+                finally:
+                    self._reloading = False
+            if due is not None and time.monotonic() >= due:
+                due = time.monotonic() + interval
+                if self.healthy():
+                    notify("WATCHDOG=1")
+                else:
+                    log.error(
+                        "HTTP accept loop, gRPC server or repository poller has died; "
+                        "not feeding the watchdog"
+                    )
+            self._wake.wait(None if due is None else max(0.0, due - time.monotonic()))
+            self._wake.clear()
         self.shutdown()
         return 0
+
+    def reload(self) -> bool:
+        """SIGHUP, on the main thread: read the settings again, log every
+        changed field that needs a restart in one warning, apply the others
+        and log a summary. Bad settings (or a failure applying them) are
+        logged and the daemon keeps running on what it has; never raises.
+        True when new settings were applied."""
+        if self._reread is None:
+            log.warning(
+                "SIGHUP: these settings were not read from a configuration; nothing to reload"
+            )
+            return False
+        notify(f"RELOADING=1\nMONOTONIC_USEC={time.monotonic_ns() // 1000}")
+        try:
+            try:
+                new = self._reread()
+            except SettingsError as exc:
+                problems = _problem_lines(exc)
+                if len(problems) == 1:
+                    log.error("settings reload: %s; keeping the current settings", problems[0])
+                else:
+                    log.error(
+                        "settings reload: %d problems; keeping the current settings",
+                        len(problems),
+                    )
+                    for problem in problems:
+                        log.error("settings reload: %s", problem)
+                return False
+            change = compare(self.settings, new)
+            if change.restart:
+                log.warning("%s", restart_warning(change.restart))
+            applied = self._apply(change)
+            self.settings = change.applied
+            log.info(
+                "settings reloaded: %s",
+                f"applied {', '.join(applied)}" if applied else "nothing applied",
+            )
+            return True
+        except Exception:
+            log.exception("settings reload failed; keeping what was already applied")
+            return False
+        finally:
+            notify("READY=1")
+
+    def _apply(self, change: SettingsChange) -> list[str]:
+        """Each live field of ``change`` applied to its part; the names (and
+        what a stream change did) for the summary line."""
+        new = change.applied
+        live = set(change.live)
+        applied: list[str] = []
+        if "log_verbose" in live:
+            self.dataplane.update_log_settings({"log_verbose_level": new.log_verbose})
+            applied.append("'log_verbose'")
+        if "exit_timeout_secs" in live:
+            applied.append("'exit_timeout_secs'")
+        if "streams" in live:
+            done = self.streams.apply(new.streams, self.settings.exit_timeout_secs / 2)
+            described = done.describe()
+            applied.append(f"'streams' ({described})" if described else "'streams'")
+        mqtt_fields = [name for name in change.live if name.startswith("mqtt.")]
+        if self.mqtt is not None and new.mqtt is not None and (mqtt_fields or "streams" in live):
+            self.mqtt.reconfigure(new.mqtt, build_router(new.mqtt, new.streams))
+            applied += [f"'{name}'" for name in mqtt_fields]
+        telemetry_fields = [name for name in change.live if name.startswith("telemetry.")]
+        if telemetry_fields:
+            telemetry = new.telemetry
+            self.telemetry.retime(
+                telemetry.interval_s,
+                telemetry.history_s,
+                telemetry.mqtt_interval_s if new.mqtt is not None else 0.0,
+            )
+            applied += [f"'{name}'" for name in telemetry_fields]
+        return applied
 
     def _start_dashboard(self) -> None:
         """The dashboard is a window on the daemon, not part of serving: a
@@ -253,6 +366,7 @@ class Daemon:
         except BaseException as exc:
             self._initial_load_error = exc
         finally:
+            self._loaded.set()
             self._wake.set()
 
     def healthy(self) -> bool:
@@ -309,12 +423,24 @@ class Daemon:
         return {status.name: status.state.value for status in self.streams.status()}
 
 
-def run_daemon(settings: Settings) -> int:
-    daemon = Daemon(settings)
+def run_daemon(settings: Settings, reread: Callable[[], Settings] | None = None) -> int:
+    """``reread``: see ``Daemon``; the CLI passes one that redoes its layering."""
+    daemon = Daemon(settings, reread)
     signal.signal(signal.SIGTERM, daemon.request_stop)
     signal.signal(signal.SIGINT, daemon.request_stop)
+    signal.signal(signal.SIGHUP, daemon.request_reload)
     return daemon.run()
 
 
 def _binary_part_offset(headers: dict[str, str]) -> int:
     return int(headers.get(HEADER_LENGTH, 0))
+
+
+def _problem_lines(error: SettingsError) -> list[str]:
+    """Each problem of ``error`` as ``edgebox serve`` prints it (with the file
+    and line first when it has them)."""
+    lines = [
+        problem.located() if hasattr(problem, "located") else str(problem)
+        for problem in getattr(error, "problems", ())
+    ]
+    return lines or str(error).splitlines() or [type(error).__name__]

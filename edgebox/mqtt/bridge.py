@@ -34,11 +34,7 @@ def build_forwarder(
     stream_states: Callable[[], dict[str, str]],
 ) -> MqttForwarder:
     device = settings.resolved_device_id
-    paces = {
-        stream.name: ResultPace(stream.results_every_n, stream.max_results_per_s)
-        for stream in streams
-    }
-    router = Router(Topics(settings.topic_prefix, device), device, settings.qos, paces)
+    router = build_router(settings, streams)
     identity = {"device": device, "edgebox_version": __version__, "started_at": time.time()}
 
     def serving() -> dict[str, Any]:
@@ -49,6 +45,17 @@ def build_forwarder(
         return {"models": models, "streams": stream_states()}
 
     return MqttForwarder(settings, bus, router, identity, serving)
+
+
+def build_router(settings: MqttSettings, streams: tuple[StreamSettings, ...]) -> Router:
+    """Topics, QoS and each stream's pace; built again when a settings
+    reload changes any of them (``MqttForwarder.reconfigure``)."""
+    device = settings.resolved_device_id
+    paces = {
+        stream.name: ResultPace(stream.results_every_n, stream.max_results_per_s)
+        for stream in streams
+    }
+    return Router(Topics(settings.topic_prefix, device), device, settings.qos, paces)
 
 
 def result_tap(bus: EventBus) -> ResultTap:

@@ -19,6 +19,7 @@ reconnect in one burst.
 from __future__ import annotations
 
 import logging
+import queue
 import random
 import threading
 import time
@@ -112,6 +113,8 @@ class MqttForwarder:
         self._last_stats = float("-inf")
         self._last_stats_log = clock()
         self._logged_figures: tuple = ()
+        self._reconfigured: queue.SimpleQueue[tuple[MqttSettings, Router]] = queue.SimpleQueue()
+        """Handed over by ``reconfigure``, taken (the last one) by the MQTT thread."""
 
     # -- the daemon's side --------------------------------------------------------
 
@@ -135,6 +138,15 @@ class MqttForwarder:
     def stats(self) -> MqttStats:
         return self._stats
 
+    def reconfigure(self, settings: MqttSettings, router: Router) -> None:
+        """A settings reload (the daemon's main thread): the MQTT thread
+        routes with ``router`` from its next step and, when ``settings``
+        differ, drops the connection (the broker publishes the last will) and
+        connects with them at once. The spool and its unsent rows stay: they
+        go to the new broker, under the topics they were routed to. The spool
+        and the bus queue keep their sizes (those need a restart)."""
+        self._reconfigured.put((settings, router))
+
     # -- the MQTT thread ----------------------------------------------------------
 
     def _run(self) -> None:
@@ -153,6 +165,8 @@ class MqttForwarder:
             self._spool.close()
 
     def _step(self) -> None:
+        if not self._reconfigured.empty():
+            self._take_settings()
         session = self._session
         wait = 0.0 if session is not None else self._idle_wait_s()
         if self._pending:
@@ -169,6 +183,27 @@ class MqttForwarder:
             if session.lost_reason is not None:
                 self._lose(session.lost_reason)
         self._refresh_stats()
+
+    def _take_settings(self) -> None:
+        while not self._reconfigured.empty():
+            settings, self._router = self._reconfigured.get_nowait()
+        if settings == self._settings:
+            return
+        self._settings = settings
+        self._identity = {**self._identity, "device": settings.resolved_device_id}
+        url = settings.parsed_url
+        previous, self.broker = self.broker, f"{url.host}:{url.port}"
+        log.info("MQTT: settings changed; reconnecting (was %s, now %s)", previous, self.broker)
+        session, self._session = self._session, None
+        if session is not None:
+            was_connected = session.connected
+            self._close_session(session, clean=False)
+            if was_connected:
+                self._bus.publish(MqttLinkChanged("disconnected", previous, "settings reloaded"))
+        self._state = "connecting"
+        self._attempt = 0
+        self._next_attempt = 0.0
+        self._refusals_logged.clear()
 
     def _idle_wait_s(self) -> float:
         return min(IDLE_WAIT_S, max(0.0, self._next_attempt - self._clock()))

@@ -39,3 +39,8 @@ class LatestFrames:
         """The stream's latest frame and result; None before its first result."""
         with self._lock:
             return self._slots.get(stream)
+
+    def drop(self, stream: str) -> None:
+        """Forget a stream that no longer exists (removed by a settings reload)."""
+        with self._lock:
+            self._slots.pop(stream, None)

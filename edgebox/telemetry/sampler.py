@@ -62,6 +62,8 @@ class Telemetry:
         )
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        """Set by ``stop`` and ``retime``: the thread's wait ends early."""
         self._thread: threading.Thread | None = None
         self._limiter = LogLimiter(FAILURE_LOG_INTERVAL_S)
         self._failing = False
@@ -110,6 +112,7 @@ class Telemetry:
         """Ends the thread (a read in progress finishes first) and closes the
         source; False when the thread is still in a read after ``timeout_s``."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
         stopped = not self.running
@@ -117,16 +120,39 @@ class Telemetry:
             self._source.close()
         return stopped
 
+    def retime(self, interval_s: float, history_s: float, mqtt_interval_s: float) -> None:
+        """New intervals from a settings reload (the daemon's main thread,
+        values already checked by the settings): the next sample comes
+        ``interval_s`` after the last one, the ring keeps its newest samples
+        up to ``history_s / interval_s``."""
+        if not interval_s > 0 or not history_s >= interval_s:
+            raise ValueError(
+                f"telemetry: expected 0 < interval_s <= history_s, got {interval_s}, {history_s}"
+            )
+        with self._lock:
+            self._ring = collections.deque(self._ring, maxlen=max(1, round(history_s / interval_s)))
+            self.interval_s = interval_s
+            self.history_s = history_s
+            self._mqtt_interval_s = mqtt_interval_s
+        self._wake.set()
+
     def _run(self) -> None:
         due = time.monotonic()
         while True:
             self.sample_once()
-            due += self.interval_s
-            now = time.monotonic()
-            if due < now:  # a read took longer than the interval: do not catch up in a burst
-                due = now
-            if self._stop.wait(due - now):
-                return
+            read_end = time.monotonic()
+            sampled_due = due
+            while True:
+                if self._stop.is_set():
+                    return
+                # After a read slower than the interval the next one is due at
+                # once, not a burst to catch up. ``retime`` wakes the wait.
+                due = max(sampled_due + self.interval_s, read_end)
+                now = time.monotonic()
+                if now >= due:
+                    break
+                self._wake.wait(due - now)
+                self._wake.clear()
 
     def sample_once(self) -> TelemetrySample | None:
         """One step of the thread: read, keep, guard, publish. Called by the

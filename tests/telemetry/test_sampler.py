@@ -147,3 +147,26 @@ def test_a_snapshot_carries_every_field_of_the_sample():
 def test_an_interval_or_history_that_cannot_make_a_ring_is_refused(interval_s, history_s):
     with pytest.raises(ValueError, match="telemetry: expected"):
         Telemetry(FakeSource(), interval_s=interval_s, history_s=history_s)
+
+
+def test_retime_takes_the_next_sample_at_the_new_interval_without_waiting_out_the_old():
+    source = FakeSource()
+    telemetry = Telemetry(source, interval_s=60.0, history_s=600)
+    telemetry.start()
+    try:
+        wait_for(lambda: source.reads >= 1, what="the first read")
+        telemetry.retime(0.1, 10.0, 0.0)
+        wait_for(lambda: source.reads >= 3, 5, what="reads at the new interval")
+    finally:
+        assert telemetry.stop(5.0)
+    assert telemetry.interval_s == 0.1
+
+
+def test_retime_resizes_the_ring_keeping_the_newest_samples():
+    telemetry = Telemetry(FakeSource(), interval_s=1.0, history_s=10)
+    for _ in range(8):
+        telemetry.sample_once()
+    telemetry.retime(1.0, 3.0, 0.0)
+    assert [s.timestamp for s in telemetry.history()] == [6.0, 7.0, 8.0]
+    telemetry.sample_once()
+    assert [s.timestamp for s in telemetry.history()] == [7.0, 8.0, 9.0]

@@ -1,0 +1,129 @@
+"""A real SIGHUP to the real daemon: the configuration file is read again,
+streams follow it, settings that need a restart are named, a broken file
+leaves the daemon serving, and MQTT moves to another broker."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+
+from daemon_process import DaemonProcess, wait_for
+from model_fixtures import add_add_sub
+from mosquitto_broker import MosquittoBroker, Subscriber
+from scripts.demo_broker import free_loopback_port
+
+ROAD = "{{name: {name}, source: 'synthetic:road', model: add_sub}}"
+
+
+def hang_up(daemon: DaemonProcess, reloads_before: int) -> str:
+    """SIGHUP, then the log once the reload after ``reloads_before`` has ended."""
+    daemon.process.send_signal(signal.SIGHUP)
+    ended = re.compile(r"settings reload(ed:|: .*; keeping the current settings)")
+    return wait_for(
+        lambda: len(ended.findall(daemon.log())) > reloads_before and daemon.log(),
+        30,
+        what="the reload to end",
+    )
+
+
+def test_sighup_applies_streams_names_restart_settings_and_survives_a_typo(tmp_path, start_daemon):
+    repository = tmp_path / "repo"
+    add_add_sub(repository)
+    config = tmp_path / "edgebox.yaml"
+    config.write_text(f"streams:\n  - {ROAD.format(name='first')}\n")
+    daemon = start_daemon(repository, "--config", str(config))
+    wait_for(
+        lambda: "stream 'first': 'synthetic:road' -> model 'add_sub'" in daemon.log(),
+        what="stream 'first' to start",
+    )
+    port = daemon.port
+
+    config.write_text(f"http_thread_count: 8\nstreams:\n  - {ROAD.format(name='second')}\n")
+    log = hang_up(daemon, 0)
+
+    assert "setting 'http_thread_count' changed; it takes effect after a restart" in log
+    assert "settings reloaded: applied 'streams' (started 'second'; stopped 'first')" in log
+    assert re.search(r"stream 'first': stopped \(captured \d+", log)
+    assert "stream 'second': 'synthetic:road' -> model 'add_sub'" in log
+    assert daemon.is_ready()
+
+    config.write_text("log_verbos: 1\n")
+    log = hang_up(daemon, 1)
+
+    assert re.search(
+        rf"settings reload: {re.escape(str(config))}(:1)?: unknown setting 'log_verbos'; "
+        r"did you mean 'log_verbose'\?; keeping the current settings",
+        log,
+    )
+    assert daemon.is_ready()
+    assert daemon.port == port
+    assert "stream 'second': stopped" not in log
+
+
+def test_sighup_moves_mqtt_to_another_broker_keeping_the_spool(mosquitto, tmp_path, start_daemon):
+    repository = tmp_path / "repo"
+    add_add_sub(repository)
+    spool = tmp_path / "spool.sqlite"
+    config = tmp_path / "edgebox.yaml"
+
+    def write_config(url: str) -> None:
+        config.write_text(f"mqtt: {{url: '{url}', device_id: dev, spool_path: '{spool}'}}\n")
+
+    write_config(mosquitto.url)
+    with (
+        MosquittoBroker(tmp_path / "second-broker") as second,
+        Subscriber(second, "edgebox/dev/status") as watcher,
+    ):
+        daemon = start_daemon(repository, "--config", str(config))
+        wait_for(
+            lambda: f"MQTT: connected to 127.0.0.1:{mosquitto.port}" in daemon.log(),
+            what="the daemon to reach the first broker",
+        )
+
+        write_config(second.url)
+        log = hang_up(daemon, 0)
+
+        assert "settings reloaded: applied 'mqtt.url'" in log
+        wait_for(
+            lambda: f"MQTT: connected to 127.0.0.1:{second.port}" in daemon.log(),
+            what="the daemon to reach the second broker",
+        )
+        status = watcher.wait_for(
+            lambda messages: [json.loads(m.payload) for m in messages],
+            what="a status on the second broker",
+        )
+        assert status[-1]["state"] == "online"
+        assert status[-1]["models"]["add_sub"] == {"ready_versions": ["1"]}
+        assert spool.exists()
+        assert daemon.stop() == 0
+
+
+def test_messages_spooled_for_an_unreachable_broker_reach_the_one_a_sighup_names(
+    mosquitto, tmp_path, start_daemon
+):
+    repository = tmp_path / "repo"
+    add_add_sub(repository)
+    spool = tmp_path / "spool.sqlite"
+    config = tmp_path / "edgebox.yaml"
+    dead = f"mqtt://127.0.0.1:{free_loopback_port()}"
+    config.write_text(f"mqtt: {{url: '{dead}', device_id: dev, spool_path: '{spool}'}}\n")
+    with Subscriber(mosquitto, "edgebox/dev/events") as watcher:
+        daemon = start_daemon(repository, "--config", str(config))
+        wait_for(lambda: "unreachable" in daemon.log(), what="the daemon to start spooling")
+
+        config.write_text(
+            f"mqtt: {{url: '{mosquitto.url}', device_id: dev, spool_path: '{spool}'}}\n"
+        )
+        hang_up(daemon, 0)
+
+        events = watcher.wait_for(
+            lambda messages: [
+                document
+                for document in (json.loads(m.payload) for m in messages)
+                if document.get("model") == "add_sub" and document.get("state") == "READY"
+            ],
+            what="the spooled READY event of 'add_sub' on the new broker",
+        )
+        assert events[0]["device"] == "dev"
+        assert daemon.stop() == 0
