@@ -1,4 +1,5 @@
-"""Command line: ``edgebox serve``, ``edgebox check``, ``edgebox publish``,
+"""Command line: ``edgebox serve``, ``edgebox check [--config FILE] [REPOSITORY]``,
+``edgebox publish``,
 ``edgebox build-engine``, ``edgebox passwd``, ``edgebox --version``.
 
 Flags take Triton's names where Triton has the flag (``--model-repository``,
@@ -21,7 +22,14 @@ from pathlib import Path
 
 from edgebox import __version__
 from edgebox.errors import EdgeboxError
-from edgebox.settings import CONTROL_MODES, SECTIONS, SettingsError, load_settings
+from edgebox.settings import (
+    CONTROL_MODES,
+    SECTIONS,
+    Settings,
+    SettingsError,
+    SettingsProblem,
+    load_settings,
+)
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -179,8 +187,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_section_flags(serve)
 
-    check = commands.add_parser("check", help="validate a model repository and list every problem")
-    check.add_argument("repository", type=Path)
+    check = commands.add_parser(
+        "check",
+        help="validate a model repository, a settings file or both, and list every problem",
+        description="Validate without starting anything (no port bound, no model loaded, no "
+        "broker contacted) and list every problem. Exit 0 when all is well, 1 for repository "
+        "problems, 78 for settings problems.",
+    )
+    check.add_argument("repository", type=Path, nargs="?", metavar="REPOSITORY")
+    check.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="YAML settings file to validate, every section, each problem as FILE:LINE: message. "
+        "The file is judged alone: EDGEBOX_* variables are not read, and the built-in "
+        "defaults fill only what it leaves out",
+    )
 
     publish = commands.add_parser(
         "publish",
@@ -304,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "check":
-        return _check(args.repository)
+        if args.repository is None and args.config is None:
+            parser.error("check: give a REPOSITORY, --config FILE or both")
+        return _check(args.repository, args.config)
     if args.command == "publish":
         return _publish(args)
     if args.command == "build-engine":
@@ -322,7 +347,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(flags, config_file=args.config)
     except SettingsError as exc:
-        print(f"edgebox: {exc}", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"edgebox: {problem.located()}", file=sys.stderr)
         return EXIT_CONFIG
     if not settings.model_repository.is_dir():
         source = settings.sources.get("model_repository", "default")
@@ -341,7 +367,54 @@ def _serve(args: argparse.Namespace) -> int:
     )
 
 
-def _check(repository: Path) -> int:
+def _check(repository: Path | None, config_file: Path | None) -> int:
+    """Settings first (their problems win the exit status: 78), then the
+    repository (1)."""
+    status = EXIT_OK
+    if config_file is not None:
+        status = _check_config(config_file)
+    if repository is not None:
+        repository_status = _check_repository(repository)
+        status = status or repository_status
+    return status
+
+
+def _check_config(config_file: Path) -> int:
+    """``load_settings`` on the file alone, as ``serve`` reads it but with no
+    environment and no flags: it builds values and reads the files they name
+    (TLS, password, API key), and starts nothing."""
+    try:
+        settings = load_settings({}, config_file=config_file, environ={})
+    except SettingsError as exc:
+        for problem in exc.problems:
+            print(_in_file(problem, config_file))
+        print(f"{len(exc.problems)} problem(s) found in {config_file}", file=sys.stderr)
+        return EXIT_CONFIG
+    print(f"{config_file}: ok ({_summary(settings)})")
+    return EXIT_OK
+
+
+def _in_file(problem: SettingsProblem, config_file: Path) -> str:
+    """The problem with the file first, also when it has no line (a conflict
+    with a default, a file that cannot be read)."""
+    text = problem.located()
+    return text if text.startswith(str(config_file)) else f"{config_file}: {text}"
+
+
+def _summary(settings: Settings) -> str:
+    ports = f"ports http {settings.http_port}, grpc {settings.grpc_port}, "
+    ports += f"metrics {settings.metrics_port}, "
+    dashboard = settings.dashboard
+    ports += f"dashboard {dashboard.port}" if dashboard.enabled else "dashboard off"
+    mqtt = f"mqtt {settings.mqtt.url}" if settings.mqtt else "mqtt off"
+    return (
+        f"repository {settings.model_repository} in {settings.model_control_mode} mode; "
+        f"{ports}; {mqtt}; {len(settings.streams)} streams; "
+        f"telemetry every {settings.telemetry.interval_s} s"
+    )
+
+
+def _check_repository(repository: Path) -> int:
     _configure_logging(0)
     from edgebox.lifecycle.check import check_repository
 

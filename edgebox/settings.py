@@ -12,6 +12,11 @@ defaults) is a mapping, merged field by field across layers
 list given whole by one layer. Each field is coerced by its type; the dataclass
 may add ``parse_field(name, raw, coerce)`` (raise ValueError) to read a raw
 value itself and ``problems()`` (yield ``(field, message)``) to check the whole.
+
+Every problem is collected, not only the first: a ``SettingsError`` lists them
+all (``problems``), each with the file and line it is on when it comes from the
+YAML file, so ``edgebox serve`` and ``edgebox check --config`` report the same
+list from the same code.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import math
 import os
 import re
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +51,56 @@ PYTHON_ISOLATION_MODES = ("in_process", "process")
 """The values of ``python_isolation`` (and of a model's ``EDGEBOX_ISOLATION``)."""
 
 
+Place = tuple[str, int] | None
+"""Where a value is in the YAML file, ``(file, line)``; None for the
+environment, flags and defaults."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingsProblem:
+    """One bad setting. ``message`` names the setting and its source
+    (``setting 'mqtt.qos' from --mqtt-qos: ...``); ``located()`` puts the file
+    and line first when the value is in the YAML file
+    (``FILE:LINE: setting 'mqtt.qos': ...``)."""
+
+    message: str
+    file: str | None = None
+    line: int | None = None
+    setting: str | None = None
+    """The setting at fault (``mqtt.qos``, ``streams[0]``); None for a key
+    that is no setting."""
+    detail: str = ""
+    """What is wrong, without the setting's name and source."""
+
+    def located(self) -> str:
+        if self.file is None or self.line is None:
+            return self.message
+        what = f"setting '{self.setting}': {self.detail}" if self.setting else self.detail
+        return f"{self.file}:{self.line}: {what}"
+
+
 class SettingsError(EdgeboxError):
-    pass
+    """Every problem found (``problems``, one or more: those with a line in
+    line order, then the others as found); ``str()`` holds their messages, one
+    a line."""
+
+    def __init__(self, problems: str | Sequence[SettingsProblem]) -> None:
+        if isinstance(problems, str):
+            problems = (SettingsProblem(problems),)
+        self.problems: tuple[SettingsProblem, ...] = tuple(problems)
+        super().__init__("\n".join(problem.message for problem in self.problems))
+
+
+def _problem(
+    setting: str, source: str, detail: str, place: Place = None, *, paren: bool = False
+) -> SettingsProblem:
+    origin = f"({source})" if paren else f"from {source}"
+    file, line = place or (None, None)
+    return SettingsProblem(f"setting '{setting}' {origin}: {detail}", file, line, setting, detail)
+
+
+def _nowhere(*_keys: str) -> Place:
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,78 +361,147 @@ def load_settings(
     config_file: Path | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Build Settings from the layers; ``flags`` holds only flags the user gave."""
+    """Build Settings from the layers; ``flags`` holds only flags the user gave.
+    SettingsError lists every problem in every layer; a value that failed is
+    not judged again through its default (no second, misleading problem)."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     sections: dict[str, dict[str, Any]] = {}
     shown: dict[str, str] = {}  # "mqtt.qos" -> its source with the YAML line, for messages
+    places: dict[str, Place] = {}  # "http_port", "mqtt.qos" -> where in the file, if there
+    problems: list[SettingsProblem] = []
+    failed: set[str] = set()
     environ = os.environ if environ is None else environ
 
-    def set_field(section: str, name: str, raw: Any, source: str, where: str) -> None:
+    def collect(key: str, error: SettingsError) -> None:
+        problems.extend(error.problems)
+        failed.add(key)
+
+    def set_field(
+        section: str, name: str, raw: Any, source: str, where: str, place: Place = None
+    ) -> None:
         dotted = f"{section}.{name}"
-        sections.setdefault(section, {})[name] = _field_value(
-            SECTIONS[section], dotted, name, raw, where
-        )
+        fields = sections.setdefault(section, {})
+        failed.discard(dotted)
+        try:
+            fields[name] = _field_value(SECTIONS[section], dotted, name, raw, where, place)
+        except SettingsError as exc:
+            collect(dotted, exc)
+            fields.pop(name, None)
         sources[dotted] = source
         shown[dotted] = where
+        places[dotted] = place
 
     def set_section(
-        section: str, value: Any, source: str, where: Callable[[str | None], str]
+        section: str,
+        value: Any,
+        source: str,
+        where: Callable[[str | None], str],
+        at: Callable[..., Place] = _nowhere,
     ) -> None:
         sections.setdefault(section, {})
         if value is None:  # ``mqtt:`` with every field commented out: on, with the defaults
             return
-        _check_keys(SECTIONS[section], value, section, where(None), required=False)
+        cls = SECTIONS[section]
+        problems.extend(
+            _check_keys(cls, value, section, where(None), False, lambda name: at(section, *name))
+        )
+        if not isinstance(value, dict):
+            failed.add(section)
+            return
+        known = {f.name for f in dataclasses.fields(cls)}
         for name, raw in value.items():
-            set_field(section, name, raw, source, where(name))
+            if name in known:
+                set_field(section, name, raw, source, where(name), at(section, name))
+
+    def set_value(key: str, value: Any, source: str, at: Callable[..., Place] = _nowhere) -> None:
+        failed.discard(key)
+        try:
+            values[key] = _coerce(key, value, source, at)
+        except SettingsError as exc:
+            collect(key, exc)
+        sources[key] = source
+        places[key] = at(key)
 
     path = config_file or DEFAULT_CONFIG_FILE
     if config_file is not None or path.exists():
         document, lines = _read_yaml(path)
+
+        def at(*keys: str) -> Place:
+            line = lines.get(keys)
+            return (str(path), line) if line else None
+
         for key, value in document.items():
+            if key not in _FIELDS:
+                detail = _unknown(str(key), str(key))
+                place = at(str(key))
+                problems.append(
+                    SettingsProblem(
+                        f"{path}: {detail}", str(path), place and place[1], None, detail
+                    )
+                )
+                continue
             if key in SECTIONS:
 
                 def where(name: str | None, key: str = key) -> str:
                     line = lines.get((key, name) if name else (key,))
                     return f"{path}:{line}" if line else str(path)
 
-                set_section(key, value, str(path), where)
+                set_section(key, value, str(path), where, at)
                 continue
-            values[key] = _coerce(key, value, str(path))
-            sources[key] = str(path)
+            set_value(key, value, str(path), at)
     for env_name, text in environ.items():
         if not env_name.startswith("EDGEBOX_"):
             continue
         key = env_name.removeprefix("EDGEBOX_").lower()
         if key in SECTIONS:
-            mapping = _yaml_text(key, text, env_name)
+            try:
+                mapping = _yaml_text(key, text, env_name)
+            except SettingsError as exc:
+                collect(key, exc)
+                continue
             set_section(key, mapping, env_name, lambda _name, env_name=env_name: env_name)
         elif key in _SECTION_FIELDS:
             set_field(*_SECTION_FIELDS[key], text, env_name, env_name)
         elif key in _FIELDS:
-            values[key] = _coerce(key, text, env_name)
-            sources[key] = env_name
+            set_value(key, text, env_name)
         else:
-            raise SettingsError(_unknown(key, env_name))
+            problems.append(SettingsProblem(_unknown(key, env_name)))
     for key, value in flags.items():
         flag = "--" + key.replace("_", "-")
         if key in _SECTION_FIELDS:
             set_field(*_SECTION_FIELDS[key], value, flag, flag)
             continue
-        values[key] = _coerce(key, value, flag)
-        sources[key] = flag
+        set_value(key, value, flag)
 
     for section, fields in sections.items():
-        values[section] = _build(SECTIONS[section], fields, section, shown)
+        skip = {
+            f.name for f in dataclasses.fields(SECTIONS[section]) if f"{section}.{f.name}" in failed
+        }
+        values[section], found = _build(
+            SECTIONS[section],
+            fields,
+            section,
+            shown,
+            lambda name, section=section: places.get(f"{section}.{name}"),
+            skip,
+        )
+        problems.extend(found)
     settings = Settings(**values)
     object.__setattr__(settings, "_sources", sources)
-    _validate(settings, sources)
+    problems.extend(_validate(settings, sources, places, failed))
+    if problems:
+        problems.sort(key=lambda problem: (problem.line is None, problem.line or 0))
+        raise SettingsError(problems)
     return settings
 
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
-    """The document, and the line of each top-level key and of each key in a
-    section (``("mqtt", "qos")`` -> 12)."""
+    """The document, and the line of each key down to three levels, list
+    items counted by their index (``("mqtt", "qos")`` -> 12,
+    ``("streams", "0", "fps")`` -> 20, ``("streams", "0")`` -> the entry's
+    first line). A file that cannot be read or parsed is one problem: nothing
+    else can be judged."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -390,18 +512,25 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise SettingsError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        problem = SettingsProblem(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}")
+        raise SettingsError([problem]) from None
     if not isinstance(document, dict):
         raise SettingsError(f"{path}: the top level must be a mapping of setting: value")
-    for key in document:
-        if key not in _FIELDS:
-            raise SettingsError(f"{path}: {_unknown(str(key), str(key))}")
     lines: dict[tuple[str, ...], int] = {}
-    for key_node, value_node in getattr(root, "value", ()):
-        lines[(str(key_node.value),)] = key_node.start_mark.line + 1
-        if isinstance(value_node, yaml.MappingNode):
-            for inner, _ in value_node.value:
-                lines[(str(key_node.value), str(inner.value))] = inner.start_mark.line + 1
+
+    def walk(node: yaml.Node | None, keys: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            children = [(str(key.value), key, value) for key, value in node.value]
+        elif isinstance(node, yaml.SequenceNode):
+            children = [(str(index), item, item) for index, item in enumerate(node.value)]
+        else:
+            return
+        for name, marked, child in children:
+            lines[(*keys, name)] = marked.start_mark.line + 1
+            if len(keys) < 2:
+                walk(child, (*keys, name))
+
+    walk(root, ())
     return document, lines
 
 
@@ -417,15 +546,16 @@ def _unknown(key: str, shown: str) -> str:
     return f"unknown setting '{shown}'{hint}"
 
 
-def _coerce(key: str, value: Any, source: str) -> Any:
+def _coerce(key: str, value: Any, source: str, at: Callable[..., Place] = _nowhere) -> Any:
+    """A top-level value; ``at(key, ...)`` locates it (and its items) in the file."""
     if key in _LIST_SECTIONS:
-        return _entries(key, _LIST_SECTIONS[key], value, source)
+        return _entries(key, _LIST_SECTIONS[key], value, source, at)
     if key in _RESTRICTION_GROUPS:
-        return _restriction_groups(key, value, source)
+        return _restriction_groups(key, value, source, at(key))
     try:
         return _convert(_FIELDS[key].type, value)
     except ValueError as exc:
-        raise SettingsError(f"setting '{key}' from {source}: {exc}") from None
+        raise SettingsError([_problem(key, source, str(exc), at(key))]) from None
 
 
 def _convert(kind: str, value: Any) -> Any:
@@ -484,29 +614,46 @@ def _yaml_text(key: str, value: Any, source: str) -> Any:
         ) from None
 
 
-def _check_keys(cls: type, entry: Any, where: str, source: str, required: bool) -> None:
-    """``entry`` is a mapping of ``cls``'s fields (with the required ones
-    when ``required``); ``where`` names it (``mqtt``, ``streams[0]``)."""
+def _check_keys(
+    cls: type,
+    entry: Any,
+    where: str,
+    source: str,
+    required: bool,
+    place: Callable[[tuple[str, ...]], Place] = lambda _keys: None,
+) -> list[SettingsProblem]:
+    """The problems with ``entry`` as a mapping of ``cls``'s fields (with the
+    required ones when ``required``): each unknown key, each missing one.
+    ``where`` names it (``mqtt``, ``streams[0]``); ``place(())`` locates the
+    entry, ``place((key,))`` one of its keys."""
     fields = [f.name for f in dataclasses.fields(cls)]
     if not isinstance(entry, dict):
         keys = getattr(cls, "ENTRY_KEYS", None)
         expected = f"with {', '.join(keys)}" if keys else f"of {where} settings"
-        raise SettingsError(
-            f"setting '{where}' from {source}: expected a mapping {expected}, got {entry!r}"
+        detail = f"expected a mapping {expected}, got {entry!r}"
+        return [_problem(where, source, detail, place(()))]
+    problems = [
+        _problem(
+            where,
+            source,
+            f"unknown key '{key}'{_did_you_mean(str(key), fields)}",
+            place((str(key),)),
         )
-    for key in entry:
-        if key not in fields:
-            hint = _did_you_mean(str(key), fields)
-            raise SettingsError(f"setting '{where}' from {source}: unknown key '{key}'{hint}")
+        for key in entry
+        if key not in fields
+    ]
     if required:
-        for field in dataclasses.fields(cls):
-            if field.default is dataclasses.MISSING and field.name not in entry:
-                raise SettingsError(
-                    f"setting '{where}' from {source}: missing required key '{field.name}'"
-                )
+        problems += [
+            _problem(where, source, f"missing required key '{field.name}'", place(()))
+            for field in dataclasses.fields(cls)
+            if field.default is dataclasses.MISSING and field.name not in entry
+        ]
+    return problems
 
 
-def _field_value(cls: type, dotted: str, name: str, raw: Any, where: str) -> Any:
+def _field_value(
+    cls: type, dotted: str, name: str, raw: Any, where: str, place: Place = None
+) -> Any:
     """One field of a section, through the dataclass's ``parse_field`` if it
     has one, else coerced by the field's type."""
     kind = next(f.type for f in dataclasses.fields(cls) if f.name == name)
@@ -518,106 +665,143 @@ def _field_value(cls: type, dotted: str, name: str, raw: Any, where: str) -> Any
     try:
         return parse(name, raw, coerce) if parse else coerce(raw)
     except ValueError as exc:
-        raise SettingsError(f"setting '{dotted}' from {where}: {exc}") from None
+        raise SettingsError([_problem(dotted, where, str(exc), place)]) from None
 
 
-def _build(cls: type, fields: dict[str, Any], where: str, shown: Mapping[str, str]) -> Any:
-    """A section's dataclass, once its ``problems()`` (if any) found none."""
+def _build(
+    cls: type,
+    fields: dict[str, Any],
+    where: str,
+    shown: Mapping[str, str],
+    place: Callable[[str], Place] = lambda _name: None,
+    skip: set[str] | frozenset[str] = frozenset(),
+) -> tuple[Any, list[SettingsProblem]]:
+    """A section's dataclass and what its ``problems()`` (if any) found, but
+    for fields in ``skip`` (their given value already failed, so the default
+    in their place is not judged)."""
     section = cls(**fields)
+    problems = []
     for name, message in getattr(section, "problems", lambda: ())():
+        if name in skip:
+            continue
         dotted = f"{where}.{name}"
-        origin = f"from {shown[dotted]}" if dotted in shown else "(default)"
-        raise SettingsError(f"setting '{dotted}' {origin}: {message}")
-    return section
+        if dotted in shown:
+            problems.append(_problem(dotted, shown[dotted], message, place(name)))
+        else:
+            problems.append(_problem(dotted, "default", message, paren=True))
+    return section, problems
 
 
-def _validate(settings: Settings, sources: dict[str, str]) -> None:
-    def fail(key: str, message: str) -> SettingsError:
-        return SettingsError(f"setting '{key}' ({sources.get(key, 'default')}): {message}")
+def _validate(
+    settings: Settings,
+    sources: dict[str, str],
+    places: Mapping[str, Place],
+    failed: set[str] | frozenset[str] = frozenset(),
+) -> list[SettingsProblem]:
+    """Every problem between and within the top-level settings, in the order
+    checked; ``places`` locates the values that came from the file. A check
+    is skipped when a setting it involves is in ``failed`` (its given value
+    could not be read, so the default stands in) or already has a problem
+    here: one mistake, one problem."""
+    problems: list[SettingsProblem] = []
+    bad = set(failed)
+
+    def fail(key: str, message: str, *involves: str) -> None:
+        if bad.intersection((key, *involves)):
+            return
+        bad.add(key)
+        source = sources.get(key, "default")
+        problems.append(_problem(key, source, message, places.get(key), paren=True))
 
     if settings.model_control_mode not in CONTROL_MODES:
-        raise fail(
+        fail(
             "model_control_mode",
             f"must be one of {', '.join(CONTROL_MODES)}, got '{settings.model_control_mode}'",
         )
     if not settings.server_name.strip():
-        raise fail("server_name", "must not be empty")
+        fail("server_name", "must not be empty")
     if settings.repository_poll_secs <= 0:
-        raise fail("repository_poll_secs", f"must be > 0, got {settings.repository_poll_secs}")
+        fail("repository_poll_secs", f"must be > 0, got {settings.repository_poll_secs}")
     if not 0 <= settings.http_port <= 65535:
-        raise fail("http_port", f"must be 0..65535, got {settings.http_port}")
+        fail("http_port", f"must be 0..65535, got {settings.http_port}")
     if not 0 <= settings.grpc_port <= 65535:
-        raise fail("grpc_port", f"must be 0..65535, got {settings.grpc_port}")
+        fail("grpc_port", f"must be 0..65535, got {settings.grpc_port}")
     if settings.grpc_port and settings.grpc_port == settings.http_port:
-        raise fail("grpc_port", f"must differ from http_port, both are {settings.grpc_port}")
+        fail("grpc_port", f"must differ from http_port, both are {settings.grpc_port}", "http_port")
     dashboard = settings.dashboard
     others = (settings.http_port, settings.grpc_port, settings.metrics_port)
     if dashboard.enabled and dashboard.port and dashboard.port in others:
-        raise fail(
+        fail(
             "dashboard.port",
             f"must differ from http_port, grpc_port and metrics_port, got {dashboard.port}",
+            "http_port",
+            "grpc_port",
+            "metrics_port",
         )
     if not 0 <= settings.metrics_port <= 65535:
-        raise fail("metrics_port", f"must be 0..65535, got {settings.metrics_port}")
+        fail("metrics_port", f"must be 0..65535, got {settings.metrics_port}")
     if not 1 <= settings.grpc_thread_count <= 1024:
-        raise fail("grpc_thread_count", f"must be 1..1024, got {settings.grpc_thread_count}")
+        fail("grpc_thread_count", f"must be 1..1024, got {settings.grpc_thread_count}")
     if settings.grpc_max_concurrent_streams < 1:
-        raise fail(
+        fail(
             "grpc_max_concurrent_streams",
             f"must be >= 1, got {settings.grpc_max_concurrent_streams}",
         )
     for key in ("shared_memory_max_bytes", "shared_memory_max_regions"):
         if getattr(settings, key) < 0:
-            raise fail(key, f"must be >= 0, got {getattr(settings, key)}")
+            fail(key, f"must be >= 0, got {getattr(settings, key)}")
     if settings.http_max_connections < 1:
-        raise fail("http_max_connections", "must be >= 1")
+        fail("http_max_connections", "must be >= 1")
     if settings.http_max_connections_per_client < 1:
-        raise fail("http_max_connections_per_client", "must be >= 1")
+        fail("http_max_connections_per_client", "must be >= 1")
     if not 1 <= settings.http_thread_count <= 1024:
-        raise fail("http_thread_count", f"must be 1..1024, got {settings.http_thread_count}")
+        fail("http_thread_count", f"must be 1..1024, got {settings.http_thread_count}")
     if settings.http_min_transfer_bytes_per_s < 1:
-        raise fail("http_min_transfer_bytes_per_s", "must be >= 1")
+        fail("http_min_transfer_bytes_per_s", "must be >= 1")
     if settings.max_request_bytes < 1:
-        raise fail("max_request_bytes", "must be >= 1")
+        fail("max_request_bytes", "must be >= 1")
     if settings.http_max_body_bytes_in_flight and (
         settings.http_max_body_bytes_in_flight < settings.max_request_bytes
     ):
-        raise fail(
+        fail(
             "http_max_body_bytes_in_flight",
             f"must be 0 or at least max_request_bytes ({settings.max_request_bytes}), "
             f"got {settings.http_max_body_bytes_in_flight}",
+            "max_request_bytes",
         )
     if settings.exit_timeout_secs < 0:
-        raise fail("exit_timeout_secs", "must be >= 0")
+        fail("exit_timeout_secs", "must be >= 0")
     if settings.load_model and settings.model_control_mode != "explicit":
-        raise fail("load_model", "only applies with model_control_mode explicit")
+        fail("load_model", "only applies with model_control_mode explicit", "model_control_mode")
     if settings.python_isolation not in PYTHON_ISOLATION_MODES:
-        raise fail(
+        fail(
             "python_isolation",
             f"must be one of {', '.join(PYTHON_ISOLATION_MODES)}, "
             f"got '{settings.python_isolation}'",
         )
     if settings.python_memory_limit_mb < 0:
-        raise fail("python_memory_limit_mb", f"must be >= 0, got {settings.python_memory_limit_mb}")
+        fail("python_memory_limit_mb", f"must be >= 0, got {settings.python_memory_limit_mb}")
     if settings.max_threads_per_instance < 0:
-        raise fail(
+        fail(
             "max_threads_per_instance",
             f"must be >= 0 (0: the CPU cores), got {settings.max_threads_per_instance}",
         )
     for key in _LOAD_LIMITS:
         if getattr(settings, key) < 1:
-            raise fail(key, f"must be >= 1, got {getattr(settings, key)}")
+            fail(key, f"must be >= 1, got {getattr(settings, key)}")
     if settings.max_instances_per_model > settings.max_instances_total:
-        raise fail(
+        fail(
             "max_instances_per_model",
             f"must be <= max_instances_total ({settings.max_instances_total}), "
             f"got {settings.max_instances_per_model}",
+            "max_instances_total",
         )
     if settings.api_key_file is not None:
         try:
             read_api_key(settings.api_key_file)
         except ValueError as exc:
-            raise fail("api_key_file", str(exc)) from None
+            fail("api_key_file", str(exc))
+    return problems
 
 
 _LOAD_LIMITS = (
@@ -628,7 +812,7 @@ _LOAD_LIMITS = (
 _RESTRICTION_GROUPS = ("http_restricted_api", "grpc_restricted_protocol")
 
 
-def _restriction_groups(key: str, value: Any, source: str) -> tuple[str, ...]:
+def _restriction_groups(key: str, value: Any, source: str, place: Place) -> tuple[str, ...]:
     """Triton's ``API[,API...]:KEY=VALUE`` groups: a list (flags, YAML) or text
     with groups separated by whitespace (a group holds commas); checked the way
     the daemon will read them."""
@@ -639,7 +823,7 @@ def _restriction_groups(key: str, value: Any, source: str) -> tuple[str, ...]:
     try:
         parse_restrictions(groups)
     except ValueError as exc:
-        raise SettingsError(f"setting '{key}' from {source}: {exc}") from None
+        raise SettingsError([_problem(key, source, str(exc), place)]) from None
     return groups
 
 
@@ -669,31 +853,65 @@ def _in_range(
     return value
 
 
-def _entries(key: str, cls: type, value: Any, source: str) -> tuple[Any, ...]:
+def _entries(
+    key: str, cls: type, value: Any, source: str, at: Callable[..., Place] = _nowhere
+) -> tuple[Any, ...]:
     """A list section (``streams``) from YAML (a list of mappings) or from text
-    holding such a list (the environment); every problem names the entry and
-    its key."""
+    holding such a list (the environment); every problem of every entry names
+    the entry and its key (and, from the file, its line)."""
     value = _yaml_text(key, value, source)
     if not isinstance(value, list):
         keys = ", ".join(getattr(cls, "ENTRY_KEYS", ()))
-        raise SettingsError(
-            f"setting '{key}' from {source}: expected a list of {key} (each with {keys}), "
-            f"got {value!r}"
-        )
+        detail = f"expected a list of {key} (each with {keys}), got {value!r}"
+        raise SettingsError([_problem(key, source, detail, at(key))])
     entries = []
+    problems: list[SettingsProblem] = []
     for index, entry in enumerate(value):
         where = f"{key}[{index}]"
-        _check_keys(cls, entry, where, source, required=True)
-        fields = {
-            field.name: _field_value(
-                cls, f"{where}.{field.name}", field.name, entry[field.name], source
-            )
-            for field in dataclasses.fields(cls)
-            if field.name in entry
-        }
-        entries.append(_build(cls, fields, where, {f"{where}.{name}": source for name in fields}))
-    problem = getattr(cls, "entries_problem", lambda _entries: None)(tuple(entries))
+
+        def place(keys: tuple[str, ...], index: int = index) -> Place:
+            return at(key, str(index), *keys)
+
+        found = _check_keys(cls, entry, where, source, True, place)
+        problems += found
+        if not isinstance(entry, dict):
+            continue
+        fields = {}
+        for field in dataclasses.fields(cls):
+            if field.name not in entry:
+                continue
+            try:
+                fields[field.name] = _field_value(
+                    cls,
+                    f"{where}.{field.name}",
+                    field.name,
+                    entry[field.name],
+                    source,
+                    place((field.name,)),
+                )
+            except SettingsError as exc:
+                problems += exc.problems
+                found.append(exc.problems[0])
+        if found:
+            continue
+        built, found = _build(
+            cls,
+            fields,
+            where,
+            {f"{where}.{name}": source for name in fields},
+            lambda name, place=place: place((name,)),
+        )
+        problems += found
+        entries.append((index, built))
+    problem = getattr(cls, "entries_problem", lambda _entries: None)(
+        tuple(built for _, built in entries)
+    )
     if problem is not None:
-        index, name, message = problem
-        raise SettingsError(f"setting '{key}[{index}].{name}' from {source}: {message}")
-    return tuple(entries)
+        position, name, message = problem
+        index = entries[position][0]
+        problems.append(
+            _problem(f"{key}[{index}].{name}", source, message, at(key, str(index), name))
+        )
+    if problems:
+        raise SettingsError(problems)
+    return tuple(built for _, built in entries)

@@ -9,6 +9,7 @@ as a user would run them; the rest call ``cli.main`` in-process.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -181,7 +182,7 @@ def test_serve_with_a_bad_setting_file_exits_with_config_status(tmp_path: Path) 
     assert result.returncode == EXIT_CONFIG == 78
     assert result.stdout == ""
     assert result.stderr == (
-        f"edgebox: setting 'model_control_mode' ({config_file}): must be one of none, poll, "
+        f"edgebox: {config_file}:2: setting 'model_control_mode': must be one of none, poll, "
         "explicit, got 'auto'\n"
     )
 
@@ -363,3 +364,170 @@ def test_publish_requires_the_model_name(
 
     assert info.value.code == 2
     assert "the following arguments are required: --model" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ check --config
+
+THREE_SECTIONS_WRONG = """\
+http_port: 8000
+mqtt:
+  url: mqtt://broker.local
+  qso: 1
+streams:
+  - name: cam
+    fps: 10
+telemetry:
+  interval_s: 0
+"""
+"""Three problems in three sections: an unknown key (line 4), a stream with
+no source (its entry starts on line 6), an impossible interval (line 9)."""
+
+
+def three_problem_lines(config_file: Path) -> list[str]:
+    return [
+        f"{config_file}:4: setting 'mqtt': unknown key 'qso'; did you mean 'qos'?",
+        f"{config_file}:6: setting 'streams[0]': missing required key 'source'",
+        f"{config_file}:9: setting 'telemetry.interval_s': expected 0.1..60 seconds, got 0.0",
+    ]
+
+
+def test_check_config_lists_every_problem_with_its_file_and_line(tmp_path: Path) -> None:
+    config_file = tmp_path / "edgebox.yaml"
+    config_file.write_text(THREE_SECTIONS_WRONG)
+
+    result = run_edgebox("check", "--config", str(config_file))
+
+    assert result.returncode == EXIT_CONFIG
+    assert result.stdout.splitlines() == three_problem_lines(config_file)
+    assert result.stderr == f"3 problem(s) found in {config_file}\n"
+
+
+def test_check_config_names_top_level_problems_with_their_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config_file = tmp_path / "edgebox.yaml"
+    config_file.write_text(
+        "http_port: 70000\nrepository_poll_secs: -1\nmodel_repo: /srv\ndashboard:\n  port: -5\n"
+    )
+
+    assert main(["check", "--config", str(config_file)]) == EXIT_CONFIG
+    assert capsys.readouterr().out.splitlines() == [
+        f"{config_file}:1: setting 'http_port': must be 0..65535, got 70000",
+        f"{config_file}:2: setting 'repository_poll_secs': must be > 0, got -1.0",
+        f"{config_file}:3: unknown setting 'model_repo'; did you mean 'model_repository'?",
+        f"{config_file}:5: setting 'dashboard.port': expected 0..65535 (0: any free port), got -5",
+    ]
+
+
+def test_check_config_passes_the_shipped_file() -> None:
+    result = run_edgebox("check", "--config", "etc/edgebox.yaml")
+
+    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert result.stdout == (
+        "etc/edgebox.yaml: ok (repository /var/lib/edgebox/models in poll mode; "
+        "ports http 8000, grpc 8001, metrics 8002, dashboard 8080; mqtt off; 0 streams; "
+        "telemetry every 1.0 s)\n"
+    )
+
+
+def test_check_config_judges_the_file_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config_file = tmp_path / "edgebox.yaml"
+    config_file.write_text("http_port: 8100\n")
+    monkeypatch.setenv("EDGEBOX_HTTP_PORT", "eighty")
+    monkeypatch.setenv("EDGEBOX_NO_SUCH_SETTING", "1")
+
+    assert main(["check", "--config", str(config_file)]) == EXIT_OK
+    assert capsys.readouterr().out.startswith(f"{config_file}: ok (")
+
+
+def test_check_help_says_the_environment_is_not_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    assert "EDGEBOX_* variables are not read" in " ".join(capsys.readouterr().out.split())
+
+
+def test_check_config_binds_nothing_while_its_ports_are_taken(tmp_path: Path) -> None:
+    taken = []
+    try:
+        for _ in range(4):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
+            taken.append(sock)
+        http, grpc, metrics, dashboard = (sock.getsockname()[1] for sock in taken)
+        config_file = tmp_path / "edgebox.yaml"
+        config_file.write_text(
+            f"host: 127.0.0.1\nhttp_port: {http}\ngrpc_port: {grpc}\nmetrics_port: {metrics}\n"
+            f"dashboard:\n  port: {dashboard}\n"
+        )
+
+        result = run_edgebox("check", "--config", str(config_file))
+    finally:
+        for sock in taken:
+            sock.close()
+
+    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert result.stdout.startswith(f"{config_file}: ok (")
+
+
+def test_check_config_opens_no_socket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("check --config opened a socket")
+
+    config_file = tmp_path / "edgebox.yaml"
+    config_file.write_text("mqtt:\n  url: mqtt://127.0.0.1:1\n")
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+    assert main(["check", "--config", str(config_file)]) == EXIT_OK
+    assert "mqtt mqtt://127.0.0.1:1" in capsys.readouterr().out
+
+
+def test_check_config_and_repository_checks_both(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    add_add_sub(repo)
+    bad_config = tmp_path / "bad.yaml"
+    bad_config.write_text(THREE_SECTIONS_WRONG)
+    good_config = tmp_path / "good.yaml"
+    good_config.write_text("http_port: 8100\n")
+    write_model(repo, "broken", 'name: "broken"\nplatform: "onnxruntime_onnx"\ninput [\n')
+
+    bad = run_edgebox("check", "--config", str(bad_config), str(repo))
+    good = run_edgebox("check", "--config", str(good_config), str(repo))
+
+    assert bad.returncode == EXIT_CONFIG
+    assert bad.stdout.splitlines()[:3] == three_problem_lines(bad_config)
+    assert "broken" in bad.stdout.splitlines()[3]
+    assert good.returncode == EXIT_PROBLEMS
+    assert good.stdout.splitlines()[0].startswith(f"{good_config}: ok (")
+    assert "broken" in good.stdout.splitlines()[1]
+
+
+def test_check_without_a_repository_or_config_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["check"])
+    assert info.value.code == 2
+    assert "give a REPOSITORY, --config FILE or both" in capsys.readouterr().err
+
+
+def test_serve_with_the_same_bad_file_names_every_problem(tmp_path: Path) -> None:
+    config_file = tmp_path / "edgebox.yaml"
+    config_file.write_text(f"model_repository: {tmp_path}\n" + THREE_SECTIONS_WRONG)
+
+    result = run_edgebox("serve", "--config", str(config_file))
+
+    assert result.returncode == EXIT_CONFIG
+    assert result.stdout == ""
+    shifted = [
+        line.replace(f"{config_file}:{n}:", f"{config_file}:{n + 1}:")
+        for line, n in zip(three_problem_lines(config_file), (4, 6, 9), strict=True)
+    ]
+    assert result.stderr.splitlines() == [f"edgebox: {line}" for line in shifted]

@@ -599,7 +599,9 @@ def test_mqtt_password_never_appears_in_errors_or_repr(tmp_path: Path) -> None:
 def test_cross_field_mqtt_problem_names_the_source_of_the_field() -> None:
     assert settings_error(environ={"EDGEBOX_MQTT_KEY_FILE": "/dev/null"}) == (
         "setting 'mqtt.key_file' from EDGEBOX_MQTT_KEY_FILE: needs an mqtts:// or wss:// url, "
-        "got mqtt://"
+        "got mqtt://\n"
+        "setting 'mqtt.key_file' from EDGEBOX_MQTT_KEY_FILE: needs cert_file too "
+        "(a client certificate goes with its key)"
     )
 
 
@@ -617,3 +619,49 @@ def test_empty_server_name_is_refused(no_default_file) -> None:
     assert settings_error(flags={"server_name": ""}) == (
         "setting 'server_name' (--server-name): must not be empty"
     )
+
+
+# ------------------------------------------------------------------ every problem at once
+
+
+def test_every_problem_is_collected_each_with_its_line(tmp_path: Path) -> None:
+    config_file = yaml_file(
+        tmp_path,
+        "http_port: -1\n"
+        "colour: blue\n"
+        "streams:\n"
+        "  - name: cam\n"
+        "    source: synthetic:road\n"
+        "    fps: -2\n"
+        "    queue_frames: 0\n"
+        "mqtt:\n"
+        "  url: mqtts://broker.local\n"
+        f"  ca_file: {tmp_path / 'missing.pem'}\n"
+        "  qos: 3\n",
+    )
+    with pytest.raises(SettingsError) as info:
+        load_settings({}, config_file=config_file, environ={})
+
+    assert [problem.located() for problem in info.value.problems] == [
+        f"{config_file}:1: setting 'http_port': must be 0..65535, got -1",
+        f"{config_file}:2: unknown setting 'colour'",
+        f"{config_file}:6: setting 'streams[0].fps': expected a number >= 0 (0: no cap), got -2",
+        f"{config_file}:7: setting 'streams[0].queue_frames': expected an integer 1..64, got 0",
+        f"{config_file}:10: setting 'mqtt.ca_file': cannot read '{tmp_path / 'missing.pem'}': "
+        "No such file or directory",
+        f"{config_file}:11: setting 'mqtt.qos': expected 0, 1 or 2, got 3",
+    ]
+    assert str(info.value) == "\n".join(problem.message for problem in info.value.problems)
+
+
+def test_a_value_that_failed_is_not_judged_again_with_its_default(tmp_path: Path) -> None:
+    config_file = yaml_file(
+        tmp_path, "http_port: eighty\nmax_instances_total: 0\ndashboard:\n  port: 8000\n"
+    )
+    with pytest.raises(SettingsError) as info:
+        load_settings({}, config_file=config_file, environ={})
+
+    assert [problem.located() for problem in info.value.problems] == [
+        f"{config_file}:1: setting 'http_port': expected int, got 'eighty'",
+        f"{config_file}:2: setting 'max_instances_total': must be >= 1, got 0",
+    ]
