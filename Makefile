@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium
+.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium deb
 
 # Debian's packages, installed only when missing (as root in CI, else sudo);
 # `apt-get update` runs only when a first install attempt fails.
@@ -60,6 +60,12 @@ test: $(STAMP) lint mosquitto web-assets chromium
 test-parity: $(STAMP)
 	$(PY) scripts/triton_reference.py install --home $${EDGEBOX_TRITON_HOME:-.parity}
 	EDGEBOX_PARITY=1 $(PY) -m pytest -q tests/parity
+
+# The offline .deb (docs/appliance.md): DEB_ARCH=arm64|amd64, DEB_PYTHON=3.10|3.11.
+DEB_ARCH ?= arm64
+DEB_PYTHON ?= 3.10
+deb: $(STAMP) web-assets
+	PYTHON=$(PY) scripts/build_deb.sh --arch $(DEB_ARCH) --python $(DEB_PYTHON)
 
 bench: demo-models
 	$(PY) -m pip install -q -r bench/requirements.txt

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from wheel_tags import runs_on
 
 import edgebox
 from edgebox.settings import DEFAULT_CONFIG_FILE, Settings
@@ -75,13 +77,19 @@ def test_control_has_the_source_and_one_binary_package(control):
     source, *binaries = control
     assert source["Source"] == "edgebox"
     assert [b["Package"] for b in binaries] == ["edgebox"]
-    assert binaries[0]["Architecture"] == "all"
+    assert binaries[0]["Architecture"] == "arm64 amd64"
     assert "debhelper-compat" in relations(source["Build-Depends"])
 
 
-def test_control_depends_on_a_python_that_runs_edgebox(control):
+def test_control_depends_on_the_python_the_wheelhouse_is_for(control):
+    assert "${edgebox:Python}" in control[1]["Depends"]
+    rules = (DEBIAN / "rules").read_text()
+    assert (
+        "'-Vedgebox:Python=python3 (>= $(EDGEBOX_PYTHON_VERSION)~), python3 (<< $(PYTHON_NEXT))'"
+        in rules
+    )
+    assert "EDGEBOX_PYTHON_VERSION ?= 3.10\n" in rules
     depends = relations(control[1]["Depends"])
-    assert depends["python3"] == ">= 3.10"
     assert "python3-venv" in depends
     assert "adduser" in depends
     assert "python3-libnvinfer" in relations(control[1]["Recommends"])
@@ -156,3 +164,63 @@ def test_extra_requirements_ship_with_nothing_active():
 def test_constraints_keep_numpy_below_2():
     lines = (DEBIAN / "constraints.txt").read_text().splitlines()
     assert "numpy<2" in [line.strip() for line in lines]
+
+
+def test_postinst_builds_the_virtualenv_offline_from_the_wheelhouse():
+    postinst = (DEBIAN / "edgebox.postinst").read_text()
+    assert "WHEELHOUSE=/usr/lib/edgebox/wheelhouse\n" in postinst
+    offline, _, extra = postinst.partition('if [ -f "$EXTRA_REQUIREMENTS" ]')
+    assert 'PIP_CONFIG_FILE=/dev/null PIP_NO_INPUT=1 "$NEW_VENV/bin/python" -m pip install' in offline
+    assert '--no-index --find-links "$WHEELHOUSE"' in offline
+    assert '"$wheel" "$WHEELHOUSE"/onnxruntime*.whl' in offline
+    # Only a non-empty extra-requirements.txt reaches for the network.
+    assert "--no-index" not in extra
+    assert "(needs the network, or its wheels" in extra
+
+
+def locked_versions() -> dict[str, str]:
+    pins = {}
+    for line in (DEBIAN / "wheelhouse.lock").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, sep, version = line.partition("==")
+            assert sep and name == canonicalize_name(name), f"wheelhouse.lock: {line!r}"
+            pins[name] = version
+    return pins
+
+
+def hashed_wheels() -> dict[str, str]:
+    files = {}
+    for line in (DEBIAN / "wheelhouse.sha256").read_text().splitlines():
+        digest, filename = line.split()
+        assert re.fullmatch(r"[0-9a-f]{64}", digest), line
+        files[filename] = digest
+    return files
+
+
+def test_lock_pins_edgebox_dependencies_and_the_cpu_onnxruntime():
+    pins = locked_versions()
+    for name in ("numpy", "protobuf", "tritonclient", "grpcio", "httptools", "pyyaml",
+                 "paho-mqtt", "flask", "waitress", "psutil", "prometheus-client", "onnxruntime"):
+        assert name in pins, f"wheelhouse.lock pins no {name}"
+    assert int(pins["numpy"].split(".")[0]) == 1, "constraints.txt keeps numpy below 2"
+    assert "edgebox" not in pins and "onnxruntime-gpu" not in pins
+
+
+def test_every_hashed_wheel_is_a_locked_version():
+    pins = locked_versions()
+    for filename in hashed_wheels():
+        name, version, _, _ = parse_wheel_filename(filename)
+        assert pins.get(name) == str(version), f"{filename} is not what wheelhouse.lock pins"
+
+
+@pytest.mark.parametrize("python", ["3.10", "3.11"])
+@pytest.mark.parametrize("arch", ["arm64", "amd64"])
+def test_every_locked_version_has_a_hashed_wheel_for_the_target(arch, python):
+    by_name: dict[str, list[str]] = {}
+    for filename in hashed_wheels():
+        by_name.setdefault(parse_wheel_filename(filename)[0], []).append(filename)
+    for name, version in locked_versions().items():
+        files = by_name.get(name, [])
+        assert any(runs_on(filename, arch, python) for filename in files), (
+            f"wheelhouse.sha256 has no {name} {version} wheel for {arch} CPython {python}: {files}"
+        )
