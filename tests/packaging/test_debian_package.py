@@ -153,12 +153,14 @@ def test_postinst_manages_the_default_repository_and_the_unit_paths():
 
 
 def test_extra_requirements_ship_with_nothing_active():
-    # A default that installed PyPI's CPU onnxruntime would shadow NVIDIA's
-    # onnxruntime-gpu on a Jetson; the file only documents how to add it.
+    # Anything active here needs the network at install time, which an
+    # appliance flashed offline does not have; the file only documents how
+    # to add packages, and points at --onnxruntime-wheel for onnxruntime-gpu.
     lines = (ROOT / "etc" / "extra-requirements.txt").read_text().splitlines()
     active = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
     assert active == []
     assert any("onnxruntime-gpu" in line for line in lines)
+    assert any("--onnxruntime-wheel" in line for line in lines)
 
 
 def test_constraints_keep_numpy_below_2():
