@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -400,4 +401,62 @@ def test_after_a_queued_end_only_a_new_start_is_taken(tmp_path):
         caller.join(10)
     assert [output(c.response) for c in (blocker, ender, restart)] == [2, 2 + 1, 5 + 1]
     assert batcher.active_sequences == 0
+    batcher.close()
+
+
+def test_a_lone_request_runs_on_the_callers_thread(tmp_path):
+    seen = []
+
+    class Recording(FakeSequenceInstance):
+        def execute(self, requests):
+            seen.append(threading.current_thread().name)
+            return super().execute(requests)
+
+    batcher = batcher_for([Recording()], tmp_path, max_batch=4, state=True)
+    caller = Caller(batcher, seq(1, 5, start=True, batched=True))
+    caller.join(10)
+    assert output(caller.response, "ACC") == 5
+    assert seen == [caller.name]
+    batcher.close()
+
+
+def test_one_instance_never_runs_two_batches_at_once_and_each_sequence_keeps_its_order(
+    tmp_path,
+):
+    inside = []
+    overlaps = []
+    lock = threading.Lock()
+
+    class Exclusive(FakeSequenceInstance):
+        def execute(self, requests):
+            with lock:
+                inside.append(1)
+                if len(inside) > 1:
+                    overlaps.append(len(inside))
+            try:
+                time.sleep(0.001)  # the model's compute: a window for an overlap to show
+                return super().execute(requests)
+            finally:
+                with lock:
+                    inside.pop()
+
+    batcher = batcher_for([Exclusive()], tmp_path, max_batch=4, state=True)
+    sums = {}
+
+    class Client(threading.Thread):
+        def __init__(self, sid: int) -> None:
+            super().__init__(daemon=True)
+            self.sid = sid
+            self.start()
+
+        def run(self) -> None:
+            for step in range(30):
+                response = batcher.infer(seq(self.sid, step, start=step == 0, batched=True))
+                sums[self.sid] = output(response, "ACC")
+
+    clients = [Client(sid) for sid in range(1, 7)]
+    for client in clients:
+        client.join(30)
+    assert not overlaps
+    assert sums == {sid: sum(range(30)) for sid in range(1, 7)}
     batcher.close()
