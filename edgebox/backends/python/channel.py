@@ -5,11 +5,13 @@ regions, passed with ``SCM_RIGHTS``).
 
 JSON rather than pickle on purpose: the child runs the user's code, and the
 daemon must never unpickle what such a process sends. Tensors do not travel
-here but through shared memory (``tensor_region``); only BLS calls, which are
-rare and small, carry theirs in the payload.
+here but through shared memory (``tensor_region``); only BLS calls carry
+theirs in the payload, each message its own, so BLS calls in flight together
+never share a buffer.
 
-One thread at a time uses each end; a peer that exits or closes its end makes
-``recv`` and ``send`` raise ``ChannelClosed``.
+Any thread may send on an end, one thread at a time receives on it; a peer
+that exits or closes its end makes ``recv`` and ``send`` raise
+``ChannelClosed``.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ import json
 import os
 import socket
 import struct
-from collections.abc import Sequence
+import threading
+from collections import deque
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-_PREFIX = struct.Struct("<II")
-"""Header bytes, payload bytes."""
+_PREFIX = struct.Struct("<III")
+"""Header bytes, payload bytes, descriptors sent with the message."""
 MAX_FDS = 4
 MAX_HEADER_BYTES = 64 * 1024 * 1024
 _READ_BYTES = 64 * 1024
@@ -37,8 +41,18 @@ class ChannelClosed(Exception):
 
 
 class Channel:
+    """Either end of the channel. Any thread may ``send``: each message goes
+    out whole, never interleaved with another thread's. One thread at a time
+    may ``recv`` (the reader); messages may arrive back to back (several BLS
+    calls in flight), so bytes read past one message wait for the next call."""
+
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
+        self._send_lock = threading.Lock()
+        self._buffered = bytearray()
+        """Bytes received past the end of the last message returned."""
+        self._fds: deque[int] = deque()
+        """Descriptors received and not yet handed out, in the order sent."""
 
     @classmethod
     def pair(cls) -> tuple[Channel, socket.socket]:
@@ -47,53 +61,58 @@ class Channel:
         return cls(ours), theirs
 
     def send(self, header: dict, payload: Any = b"", fds: Sequence[int] = ()) -> None:
+        if len(fds) > MAX_FDS:
+            raise ValueError(f"{len(fds)} descriptors in one message, at most {MAX_FDS}")
         data = json.dumps(header, separators=(",", ":")).encode()
         size = memoryview(payload).nbytes if payload else 0
-        head = _PREFIX.pack(len(data), size) + data
+        head = _PREFIX.pack(len(data), size, len(fds)) + data
         if size and size <= _JOIN_BYTES:
             head, size = head + bytes(payload), 0
         try:
-            if fds:
-                # The descriptors ride on the message's first byte.
-                rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
-                sent = self._sock.sendmsg([head], rights)
-                self._sock.sendall(memoryview(head)[sent:])
-            else:
-                self._sock.sendall(head)
-            if size:
-                self._sock.sendall(payload)
+            with self._send_lock:
+                if fds:
+                    # The descriptors ride on the message's first byte.
+                    rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+                    sent = self._sock.sendmsg([head], rights)
+                    self._sock.sendall(memoryview(head)[sent:])
+                else:
+                    self._sock.sendall(head)
+                if size:
+                    self._sock.sendall(payload)
         except OSError as exc:
             raise ChannelClosed(f"send failed: {exc}") from None
 
     def recv(self) -> tuple[dict, bytearray, list[int]]:
         """The next message: (header, payload, received descriptors, which the
-        caller owns and must close). One system call for a small message."""
-        fds: list[int] = []
+        caller owns and must close). The payload is the message's own buffer.
+        One system call for a small message."""
+        buffered, self._buffered = self._buffered, bytearray()
         try:
-            first, ancillary, _flags, _address = self._sock.recvmsg(
-                _READ_BYTES, socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
-            )
-        except OSError as exc:
-            raise ChannelClosed(f"receive failed: {exc}") from None
-        for level, kind, data in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                received = array.array("i")
-                received.frombytes(data[: len(data) - len(data) % received.itemsize])
-                fds.extend(received)
-        if not first:
-            _close_all(fds)
-            raise ChannelClosed("the other end closed the channel")
-        try:
-            buffered = self._complete(bytearray(first), _PREFIX.size)
-            header_size, payload_size = _PREFIX.unpack_from(buffered)
-            if header_size > MAX_HEADER_BYTES:
-                raise ChannelClosed(f"message header of {header_size} bytes")
+            while len(buffered) < _PREFIX.size:
+                buffered += self._receive_some(not buffered)
+            header_size, payload_size, fd_count = _PREFIX.unpack_from(buffered)
+            if header_size > MAX_HEADER_BYTES or fd_count > MAX_FDS:
+                raise ChannelClosed(
+                    f"message of {header_size} header bytes and {fd_count} descriptors"
+                )
             total = _PREFIX.size + header_size + payload_size
-            if len(buffered) > total:
-                # Messages alternate, so a peer never sends ahead; one that
-                # does is not speaking this protocol.
-                raise ChannelClosed("the other end sent past the end of a message")
+            # Reads past the prefix stop at the message's end: the next
+            # message's first byte, which may carry descriptors, is only
+            # ever read by ``_receive_some``.
             buffered = self._complete(buffered, total)
+            if len(buffered) > total:
+                self._buffered = buffered[total:]
+                del buffered[total:]
+            if len(self._fds) < fd_count:
+                raise ChannelClosed(
+                    f"a message with {fd_count} descriptors came with {len(self._fds)}"
+                )
+            fds = [self._fds.popleft() for _ in range(fd_count)]
+        except BaseException:
+            _close_all(self._fds)
+            self._fds.clear()
+            raise
+        try:
             header = json.loads(buffered[_PREFIX.size : _PREFIX.size + header_size])
             del buffered[: _PREFIX.size + header_size]
         except BaseException:
@@ -103,6 +122,25 @@ class Channel:
             _close_all(fds)
             raise ChannelClosed("message header is not a JSON object")
         return header, buffered, fds
+
+    def _receive_some(self, at_message_start: bool) -> bytes:
+        """The next bytes, keeping the descriptors that came with them."""
+        try:
+            data, ancillary, _flags, _address = self._sock.recvmsg(
+                _READ_BYTES, socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
+            )
+        except OSError as exc:
+            raise ChannelClosed(f"receive failed: {exc}") from None
+        for level, kind, rights in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                received = array.array("i")
+                received.frombytes(rights[: len(rights) - len(rights) % received.itemsize])
+                self._fds.extend(received)
+        if not data:
+            if at_message_start:
+                raise ChannelClosed("the other end closed the channel")
+            raise ChannelClosed("the other end closed the channel mid-message")
+        return data
 
     def _complete(self, buffer: bytearray, size: int) -> bytearray:
         """``buffer`` read on until it holds ``size`` bytes."""
@@ -125,8 +163,10 @@ class Channel:
 
     def close(self) -> None:
         self._sock.close()
+        _close_all(self._fds)
+        self._fds.clear()
 
 
-def _close_all(fds: list[int]) -> None:
+def _close_all(fds: Iterable[int]) -> None:
     for fd in fds:
         os.close(fd)

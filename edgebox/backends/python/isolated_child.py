@@ -15,6 +15,12 @@ tracker keeping the last frame), the region it points into is given up and a
 fresh one is sent to the daemon, so the next request cannot overwrite what
 the model kept.
 
+BLS calls from the model go to the daemon as ``infer`` messages, each with an
+id of its own, and several may be in flight at once (``async_exec`` calls
+gathered by an ``async def execute``, or threads of the model): a reader
+thread takes every message the daemon sends, hands each ``infer_result`` to
+the caller waiting on its id, and queues the rest for the serving thread.
+
 Custom metrics the model creates (``pb_utils.MetricFamily``) live in this
 process's registry; the families that changed ride on the next
 ``initialized`` or ``result`` message (``metrics``), and the daemon adds
@@ -29,8 +35,10 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import logging
 import os
+import queue
 import resource
 import select
 import signal
@@ -67,7 +75,9 @@ _OWN_REFERENCES = 3
 
 class ChildServer:
     """Answers the daemon's messages on ``channel`` until told to finalize or
-    the daemon goes away. Single-threaded, except for threads the model starts."""
+    the daemon goes away. The serving thread runs the model; a reader thread
+    receives everything (``_read``); the model's threads wait on their BLS
+    replies (``_bls``)."""
 
     def __init__(self, channel: Channel, memory_limit_mb: int) -> None:
         self._channel = channel
@@ -78,15 +88,27 @@ class ChildServer:
         self._inputs: TensorRegion | None = None
         self._outputs: TensorRegion | None = None
         self._out_of_memory: MemoryError | None = None
-        self._bls_lock = threading.Lock()
         self._metrics = custom_metrics.ChangeFeed(custom_metrics.registry)
+        self._inbox: queue.SimpleQueue[tuple[dict, list[int]] | None] = queue.SimpleQueue()
+        """The daemon's messages other than BLS replies, for the serving
+        thread; None once the channel closed. Unbounded: the daemon sends one
+        at a time and waits for its answer."""
+        self._bls_ids = itertools.count(1)
+        self._bls_lock = threading.Lock()
+        self._bls_waiting: dict[int, _BlsReply] = {}
+        """BLS calls sent and not yet answered, by id."""
+        self._closed: ChannelClosed | None = None
+        self._reader_exit = 0
+        """The exit status once the reader stopped: 0 when the daemon closed
+        the channel, 2 when its messages could not be read."""
 
     def serve(self) -> int:
+        threading.Thread(target=self._read, name="daemon-reader", daemon=True).start()
         while True:
-            try:
-                header, _payload, fds = self._channel.recv()
-            except ChannelClosed:
-                return 0
+            message = self._inbox.get()
+            if message is None:
+                return self._reader_exit
+            header, fds = message
             op = header.get("op")
             try:
                 if op == "complete_config":
@@ -113,6 +135,36 @@ class ChildServer:
             finally:
                 for fd in fds:
                     os.close(fd)
+
+    def _read(self) -> None:
+        """The reader thread: BLS replies to their callers, the rest to the
+        serving thread; once the channel closes (or breaks), every waiting
+        BLS caller fails and the serving thread is told."""
+        try:
+            while True:
+                header, payload, fds = self._channel.recv()
+                if header.get("op") != "infer_result":
+                    self._inbox.put((header, fds))
+                    continue
+                _close(fds)
+                with self._bls_lock:
+                    waiting = self._bls_waiting.pop(header.get("id"), None)
+                if waiting is None:
+                    _log.error("a BLS reply for id %r, which no call waits for", header.get("id"))
+                    continue
+                waiting.give(header, payload)
+        except Exception as exc:
+            if not isinstance(exc, ChannelClosed):
+                _log.exception("reading the daemon's messages failed; exiting")
+                self._reader_exit = 2
+                exc = ChannelClosed(f"reading the daemon's messages failed: {exc}")
+            with self._bls_lock:
+                self._closed = exc
+                waiting_calls = list(self._bls_waiting.values())
+                self._bls_waiting.clear()
+            for waiting in waiting_calls:
+                waiting.fail(exc)
+            self._inbox.put(None)
 
     # -- messages --------------------------------------------------------
 
@@ -251,25 +303,62 @@ class ChildServer:
         )
 
     def _bls(self, request: InferRequest) -> InferResponse:
-        """A BLS call from the model: sent to the daemon, which runs it as any
-        request and answers with the response or its error. Calls from
-        several threads (``async_exec`` calls gathered by an ``async def
-        execute`` run on a thread pool) take turns: the channel carries one
-        exchange at a time, so an isolated model's BLS calls never overlap."""
+        """A BLS call from the model: sent to the daemon under an id of its
+        own, which runs it as any request and answers with the response or
+        its error under the same id. Any thread may call this, and calls
+        overlap (``async_exec`` calls gathered by an ``async def execute``
+        run on a thread pool): each waits for its own reply only, and its
+        tensors travel in its own message. ChannelClosed once the daemon
+        is gone."""
         descriptors, sources, end = layout(request.inputs)
         payload = bytearray(end)
         write(payload, descriptors, sources)
-        message = {"op": "infer", "request": request_header(request, descriptors)}
+        waiting = _BlsReply()
         with self._bls_lock:
+            if self._closed is not None:
+                raise ChannelClosed(str(self._closed))
+            call_id = next(self._bls_ids)
+            self._bls_waiting[call_id] = waiting
+        message = {"op": "infer", "id": call_id, "request": request_header(request, descriptors)}
+        try:
             self._channel.send(message, payload)
-            header, payload, fds = self._channel.recv()
-        for fd in fds:
-            os.close(fd)
-        if header.get("op") != "infer_result":
-            raise EdgeboxError(f"BLS request: the daemon answered '{header.get('op')}'")
+        except ChannelClosed:
+            with self._bls_lock:
+                self._bls_waiting.pop(call_id, None)
+            raise
+        del payload
+        header, payload = waiting.wait()
         if is_error(header):
             raise error_from_header(header)
         return response_from_header(header["response"], lambda d: read(payload, d, copy=False))
+
+
+class _BlsReply:
+    """Where the reader thread leaves one BLS call's reply for its caller."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._reply: tuple[dict, bytearray] | None = None
+        self._error: ChannelClosed | None = None
+
+    def give(self, header: dict, payload: bytearray) -> None:
+        self._reply = (header, payload)
+        self._done.set()
+
+    def fail(self, error: ChannelClosed) -> None:
+        self._error = error
+        self._done.set()
+
+    def wait(self) -> tuple[dict, bytearray]:
+        self._done.wait()
+        if self._reply is None:
+            raise ChannelClosed(str(self._error))
+        return self._reply
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 def _still_referenced(region: np.ndarray) -> bool:

@@ -11,8 +11,16 @@ Custom metrics the model changed come with its ``initialized`` and
 ``result`` messages; the process's ``MetricMirror`` adds them to the
 daemon's registry and takes them out again when the process is released.
 
-One thread at a time talks to a process (the instance's ``execute`` caller,
-or the thread loading it); any thread may ``poll``, ``wait`` for or ``kill`` it.
+The model's BLS calls arrive during an exchange (``complete_config``,
+``initialize``, ``execute``), each under an id; several may be in flight at
+once. Each runs on a worker thread of the process's own (at most
+``MAX_CONCURRENT_BLS`` at a time, the rest queue) and is answered under its
+id, its tensors in a payload of its own. A worker whose process ended
+meanwhile drops its answer: the exchange fails on its own (``ProcessExited``).
+
+One thread at a time runs an exchange with a process (the instance's
+``execute`` caller, or the thread loading it); BLS workers only send their
+answers; any thread may ``poll``, ``wait`` for or ``kill`` it.
 """
 
 from __future__ import annotations
@@ -24,7 +32,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import edgebox
@@ -51,6 +60,9 @@ _log = logging.getLogger("edgebox.backends.python.isolated")
 CHILD_MODULE = "edgebox.backends.python.isolated_child"
 EXIT_WAIT_S = 5.0
 """How long a process whose channel closed gets to finish exiting before it is killed."""
+MAX_CONCURRENT_BLS = 16
+"""BLS calls of one process served at once; more wait their turn in a queue
+(``BlsWorkers``)."""
 
 
 _running: set[subprocess.Popen] = set()
@@ -76,6 +88,43 @@ class ProcessExited(Exception):
     """The process ended (or broke the protocol and was killed) mid-conversation."""
 
 
+class BlsWorkers:
+    """Runs one process's BLS calls, up to ``MAX_CONCURRENT_BLS`` at once on
+    daemon threads started as calls come (and ended once none wait); the
+    rest wait in a FIFO queue. Nothing is dropped: the queue holds what the
+    model sent, and each call's thread in the model waits for its answer.
+    ``submit`` is called by the exchange's thread."""
+
+    def __init__(self, label: str, serve: Callable[..., None]) -> None:
+        self._label = label
+        self._serve = serve
+        self._lock = threading.Lock()
+        self._queue: deque[tuple] = deque()
+        self._threads = 0
+
+    def submit(self, *call: object) -> None:
+        with self._lock:
+            self._queue.append(call)
+            if self._threads >= MAX_CONCURRENT_BLS:
+                return
+            self._threads += 1
+        threading.Thread(target=self._work, name=f"bls-{self._label}", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._threads -= 1
+                    return
+                call = self._queue.popleft()
+            try:
+                self._serve(*call)
+            except ProcessExited:
+                pass
+            except Exception:
+                _log.exception("%s: serving a BLS request failed", self._label)
+
+
 class ModelProcess:
     def __init__(
         self,
@@ -90,6 +139,7 @@ class ModelProcess:
         self._metrics = custom_metrics.MetricMirror(label, custom_metrics.registry)
         self._inputs: TensorRegion | None = None
         self._outputs: TensorRegion | None = None
+        self._bls = BlsWorkers(label, self._serve_bls)
 
     @classmethod
     def start(cls, label: str, memory_limit_mb: int) -> ModelProcess:
@@ -258,7 +308,7 @@ class ModelProcess:
 
     def _await(self, op: str, infer: InferFunction | None) -> tuple[dict, list[int]]:
         """The reply ``op`` and the descriptor it may carry (a replaced input
-        region), serving the model's BLS calls while it comes."""
+        region), handing the model's BLS calls to the workers while it comes."""
         while True:
             try:
                 header, payload, fds = self._channel.recv()
@@ -266,7 +316,7 @@ class ModelProcess:
                 raise ProcessExited(str(exc)) from None
             if header.get("op") == "infer":
                 _close(fds)
-                self._serve_bls(header, payload, infer)
+                self._bls.submit(header, payload, infer)
                 continue
             if header.get("op") != op:
                 _close(fds)
@@ -277,14 +327,20 @@ class ModelProcess:
             return header, fds
 
     def _serve_bls(self, header: dict, payload: bytearray, infer: InferFunction | None) -> None:
-        """Run the model's BLS request as any other request, and send back its
-        response or error; only the model's own request fails if it is bad."""
+        """On a BLS worker: run the model's BLS request as any other request,
+        and send back its response or error under the request's id; only the
+        model's own request fails if it is bad. ProcessExited when the
+        process ended meanwhile."""
+        call_id = header.get("id")
+        if self.poll() is not None:
+            raise ProcessExited("the process ended before its BLS request was served")
         try:
             request = request_from_header(header["request"], lambda d: read(payload, d, copy=False))
         except (KeyError, TypeError, ValueError) as exc:
             self._send(
                 {
                     "op": "infer_result",
+                    "id": call_id,
                     **error_header(EdgeboxError(f"BLS request: {exc}", ErrorCode.INVALID_ARG)),
                 }
             )
@@ -295,24 +351,31 @@ class ModelProcess:
                 "given to the python backend, so other models cannot be called",
                 ErrorCode.UNAVAILABLE,
             )
-            self._send({"op": "infer_result", **error_header(error)})
+            self._send({"op": "infer_result", "id": call_id, **error_header(error)})
             return
         try:
             response = infer(request)
         except EdgeboxError as err:
-            self._send({"op": "infer_result", **error_header(err)})
+            self._send({"op": "infer_result", "id": call_id, **error_header(err)})
             return
         except Exception as exc:
             _log.exception("BLS request to model '%s' failed", request.model_name)
             error = EdgeboxError(
                 f"BLS request to model '{request.model_name}': {type(exc).__name__}: {exc}"
             )
-            self._send({"op": "infer_result", **error_header(error)})
+            self._send({"op": "infer_result", "id": call_id, **error_header(error)})
             return
         descriptors, sources, end = layout(response.outputs)
         data = bytearray(end)
         write(data, descriptors, sources)
-        self._send({"op": "infer_result", "response": response_header(response, descriptors)}, data)
+        self._send(
+            {
+                "op": "infer_result",
+                "id": call_id,
+                "response": response_header(response, descriptors),
+            },
+            data,
+        )
 
     def _protocol_broken(self, what: str) -> ProcessExited:
         _log.error("python model process %d sent %s; killing it", self.pid, what)
