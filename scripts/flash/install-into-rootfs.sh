@@ -133,8 +133,6 @@ deb_version=$(dpkg-deb -f "$deb" Version)
 [ "$deb_arch" = "$arch" ] || die "--deb '$deb' is for $deb_arch, the root '$rootfs' is $arch:" \
     "build it with scripts/build_deb.sh --arch $arch"
 
-[ "$(id -u)" = 0 ] || die "needs root (chroot, mounts, file ownership): run it with sudo"
-
 # --- the root's own packages: nothing is downloaded ----------------------------
 
 admindir=$rootfs/var/lib/dpkg
@@ -184,6 +182,8 @@ if [ "$arch" != "$host_arch" ]; then
         qemu_copy=$rootfs$interpreter
     fi
 fi
+
+[ "$(id -u)" = 0 ] || die "needs root (chroot, mounts, file ownership): run it with sudo"
 
 # --- staging inside the root, removed on any exit -------------------------------
 
