@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium deb
+.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium systemd-analyze deb
 
 # Debian's packages, installed only when missing (as root in CI, else sudo);
 # `apt-get update` runs only when a first install attempt fails.
@@ -42,6 +42,11 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 \
 		|| $(call apt_install,chromium chromium-driver)
 
+# tests/packaging/test_systemd_unit.py checks the unit with systemd-analyze
+# (verify, security --offline): Debian's systemd package carries it.
+systemd-analyze:
+	@command -v systemd-analyze >/dev/null 2>&1 || $(call apt_install,systemd)
+
 # etc/demo.yaml adds a synthetic road stream through lane_pipeline: lanes
 # flow in the log with no camera, and to a local mosquitto whose port is
 # printed first. ARGS go to `edgebox serve` and may override it (--config FILE).
@@ -51,7 +56,7 @@ run: demo-models mosquitto web-assets
 lint: $(STAMP)
 	$(VENV)/bin/ruff check edgebox tests bench scripts
 
-test: $(STAMP) lint mosquitto web-assets chromium
+test: $(STAMP) lint mosquitto web-assets chromium systemd-analyze
 	$(PY) -m pytest -q
 
 # Opt-in: edgebox against a real Triton 2.51 (PyPI's nvidia-pytriton, 400 MB,

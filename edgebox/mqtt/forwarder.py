@@ -338,8 +338,10 @@ class MqttForwarder:
 
     def _finish(self) -> None:
         """At shutdown: what is still on the bus committed to the spool, the
-        retained ``offline`` status acknowledged within the stop budget, then
-        a clean DISCONNECT."""
+        backlog sent for at most half the stop budget (so the events of the
+        shutdown itself, queued just before, reach the broker), the retained
+        ``offline`` status acknowledged within the rest, then a clean
+        DISCONNECT. What is not acknowledged by then stays spooled."""
         self._pending += self._subscription.get_batch(self._settings.queue_events, 0)
         self._subscription.close()
         self._commit_pending()
@@ -347,8 +349,9 @@ class MqttForwarder:
         if session is None:
             return
         if session.connected:
-            (row,) = self._spool.append([self._status_message(False, "shutdown")])
             deadline = self._clock() + self._stop_budget_s
+            self._drain(session, self._clock() + self._stop_budget_s / 2)
+            (row,) = self._spool.append([self._status_message(False, "shutdown")])
             if session.publish(row):
                 while session.in_flight(row.row_id) and self._clock() < deadline:
                     self._spool.ack_many(session.pump(LOOP_TIMEOUT_S))
@@ -356,6 +359,15 @@ class MqttForwarder:
                         break
             self._spool.ack_many(session.pump(0))
         self._close_session(session, clean=True)
+
+    def _drain(self, session: BrokerSession, deadline: float) -> None:
+        """Send and get acknowledged every unsent row, until none is left, the
+        link is lost or ``deadline`` passes."""
+        while session.lost_reason is None and self._clock() < deadline:
+            session.send_window(self._spool)
+            self._spool.ack_many(session.pump(LOOP_TIMEOUT_S))
+            if not self._spool.pending(1):
+                return
 
     def _count_drops(self, drops: dict[str, int]) -> None:
         for kind, count in drops.items():

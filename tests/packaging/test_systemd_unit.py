@@ -13,11 +13,18 @@ import pytest
 
 from edgebox import sd_notify
 from edgebox.cli import EXIT_CONFIG, build_parser
-from edgebox.settings import DEFAULT_CONFIG_FILE, Settings
+from edgebox.dashboard.settings import DEFAULT_SESSION_KEY_PATH
+from edgebox.mqtt.settings import DEFAULT_SPOOL_PATH, MqttSettings
+from edgebox.settings import DEFAULT_CONFIG_FILE, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "systemd" / "edgebox.service"
+SHIPPED_CONFIG = ROOT / "etc" / "edgebox.yaml"
+APPLIANCE_DOC = ROOT / "docs" / "appliance.md"
 VENV_EDGEBOX = "/opt/edgebox/venv/bin/edgebox"
+NO_SYSTEMD_ANALYZE = (
+    "systemd-analyze is not installed (Debian's 'systemd' package; `make test` installs it)"
+)
 
 
 def parse_unit(text: str) -> dict[str, dict[str, list[str]]]:
@@ -141,14 +148,65 @@ def test_debhelper_installs_this_very_file():
     assert link.resolve() == UNIT.resolve(), "debian/edgebox.service must point at the unit"
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
-def test_systemd_analyze_verify(tmp_path):
-    # verify insists that ExecStart's program exists; point it at one that does.
+def test_reload_sends_sighup_to_the_daemon(unit):
+    # The daemon re-reads its settings on SIGHUP (edgebox/daemon.py).
+    assert one(unit, "Service", "ExecReload") == "/bin/kill -HUP $MAINPID"
+
+
+def writable_roots(unit) -> list[Path]:
+    """What ProtectSystem=strict leaves writable for this unit: its state,
+    cache, runtime and logs directories (the private /tmp aside)."""
+    service = unit["Service"]
+    bases = {
+        "StateDirectory": "/var/lib",
+        "CacheDirectory": "/var/cache",
+        "RuntimeDirectory": "/run",
+        "LogsDirectory": "/var/log",
+    }
+    roots = [
+        Path(base) / name
+        for key, base in bases.items()
+        for name in " ".join(service.get(key, [])).split()
+    ]
+    return roots + [Path(p) for p in " ".join(service.get("ReadWritePaths", [])).split()]
+
+
+def test_every_path_the_daemon_writes_by_default_is_writable_under_the_sandbox(unit):
+    assert one(unit, "Service", "ProtectSystem") == "strict"
+    shipped = load_settings({}, config_file=SHIPPED_CONFIG, environ={})
+    # The shipped file keeps mqtt commented out; uncommented, it is all defaults.
+    mqtt = shipped.mqtt or MqttSettings()
+    environment = dict(value.split("=", 1) for value in unit["Service"]["Environment"])
+    written = {
+        "model_repository": shipped.model_repository,
+        "mqtt.spool_path": mqtt.resolved_spool_path,
+        "dashboard.session_key_path": shipped.dashboard.resolved_session_key_path,
+        "CUDA_CACHE_PATH": Path(environment["CUDA_CACHE_PATH"]),
+    }
+    assert mqtt.resolved_spool_path == DEFAULT_SPOOL_PATH
+    assert shipped.dashboard.resolved_session_key_path == DEFAULT_SESSION_KEY_PATH
+    roots = writable_roots(unit)
+    outside = {
+        name: str(path)
+        for name, path in written.items()
+        if not any(path.is_relative_to(root) for root in roots)
+    }
+    assert not outside, f"not writable under ProtectSystem=strict (roots {roots}): {outside}"
+
+
+def verifiable_copy(tmp_path: Path) -> Path:
+    """The unit as ``systemd-analyze`` can check it here: it insists that
+    ExecStart's program exists, so it points at this Python."""
     text = UNIT.read_text(encoding="utf-8").replace(VENV_EDGEBOX, sys.executable)
     copy = tmp_path / "edgebox.service"
     copy.write_text(text, encoding="utf-8")
+    return copy
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason=NO_SYSTEMD_ANALYZE)
+def test_systemd_analyze_verify(tmp_path):
     result = subprocess.run(
-        ["systemd-analyze", "verify", str(copy)],
+        ["systemd-analyze", "verify", str(verifiable_copy(tmp_path))],
         capture_output=True,
         text=True,
         timeout=60,
@@ -156,3 +214,25 @@ def test_systemd_analyze_verify(tmp_path):
     output = result.stdout + result.stderr
     complaints = [line for line in output.splitlines() if "edgebox.service" in line]
     assert result.returncode == 0 and not complaints, output
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason=NO_SYSTEMD_ANALYZE)
+def test_security_exposure_is_the_one_docs_appliance_reports(tmp_path):
+    command = ["systemd-analyze", "security", "--offline=yes", "--no-pager", "--threshold=100"]
+    result = subprocess.run(
+        [*command, str(verifiable_copy(tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    output = result.stdout + result.stderr
+    if "--offline" in output and ("unrecognized" in output or "Unknown" in output):
+        pytest.skip(f"this systemd-analyze has no --offline (systemd 250 or later): {output}")
+    score = re.search(r"Overall exposure level for edgebox\.service: (\d+\.\d)", output)
+    assert score, output
+    assert float(score.group(1)) <= 2.5, output
+    documented = re.search(
+        r"`systemd-analyze security` rates the unit \*\*(\d+\.\d)", APPLIANCE_DOC.read_text()
+    )
+    assert documented, "docs/appliance.md does not report the exposure score"
+    assert documented.group(1) == score.group(1), "docs/appliance.md reports another score"
