@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium systemd-analyze deb
+.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck
 
 # Debian's packages, installed only when missing (as root in CI, else sudo);
 # `apt-get update` runs only when a first install attempt fails.
@@ -56,7 +56,11 @@ run: demo-models mosquitto web-assets
 lint: $(STAMP)
 	$(VENV)/bin/ruff check edgebox tests bench scripts
 
-test: $(STAMP) lint mosquitto web-assets chromium systemd-analyze
+# tests/appliance/ checks scripts/provision.sh and scripts/flash/ with it.
+shellcheck:
+	@command -v shellcheck >/dev/null 2>&1 || $(call apt_install,shellcheck)
+
+test: $(STAMP) lint mosquitto web-assets chromium systemd-analyze shellcheck
 	$(PY) -m pytest -q
 
 # Opt-in: edgebox against a real Triton 2.51 (PyPI's nvidia-pytriton, 400 MB,
@@ -71,6 +75,20 @@ DEB_ARCH ?= arm64
 DEB_PYTHON ?= 3.10
 deb: $(STAMP) web-assets
 	PYTHON=$(PY) scripts/build_deb.sh --arch $(DEB_ARCH) --python $(DEB_PYTHON)
+
+# Opt-in, as root: the amd64 .deb installed by scripts/flash/install-into-rootfs.sh
+# into a debootstrapped Debian 12 root with the network cut, then served,
+# upgraded and purged there (tests/appliance/, docs/appliance.md). The root is
+# cached in .appliance/. APPLIANCE_ARM64=1 adds the arm64 package in an arm64
+# root under qemu-user-static (slow).
+APPLIANCE_ARM64 ?=
+test-appliance: $(STAMP) web-assets shellcheck
+	@command -v debootstrap >/dev/null 2>&1 || $(call apt_install,debootstrap)
+	@command -v dpkg-buildpackage >/dev/null 2>&1 && command -v dh >/dev/null 2>&1 \
+		|| $(call apt_install,dpkg-dev debhelper python3-pip python3-setuptools python3-wheel)
+	@[ -z "$(APPLIANCE_ARM64)" ] || [ -x /usr/bin/qemu-aarch64-static ] \
+		|| $(call apt_install,qemu-user-static binfmt-support)
+	EDGEBOX_APPLIANCE=1 EDGEBOX_APPLIANCE_ARM64=$(APPLIANCE_ARM64) $(PY) -m pytest -q tests/appliance
 
 bench: demo-models
 	$(PY) -m pip install -q -r bench/requirements.txt
