@@ -283,10 +283,16 @@ def test_inference_bounds_are_checked_and_the_daemon_keeps_serving(transport, re
     assert output_meta(result, "OUTPUT0") == ("FP32", [1, 16])
 
 
-def test_cuda_shared_memory_is_refused_clearly(transport):
+def test_cuda_shared_memory_cleanup_succeeds_and_registration_is_refused(transport):
+    # NVIDIA's examples call unregister_cuda_shared_memory() before they start, as a
+    # clean-up: nothing can be registered, so unregistering and listing are no-ops.
     _, client = transport
-    assert CUDA_TEXT in raised(client.get_cuda_shared_memory_status)
-    assert CUDA_TEXT in raised(client.unregister_cuda_shared_memory)
+    client.unregister_cuda_shared_memory()
+    client.unregister_cuda_shared_memory("output_data")
+    status = client.get_cuda_shared_memory_status()
+    assert list(status if isinstance(status, list) else status.regions) == []
+    assert CUDA_TEXT in raised(client.register_cuda_shared_memory, "r", b"aGFuZGxl", 0, 64)
+    assert CUDA_TEXT in raised(client.get_cuda_shared_memory_status, "r")
 
 
 def test_http_routes_and_extensions(daemon):
@@ -302,7 +308,9 @@ def test_http_routes_and_extensions(daemon):
         except urllib.error.HTTPError as error:
             return error.code, error.read()
 
-    status, body = answer("GET", "/cudasharedmemory/status")
+    assert answer("GET", "/cudasharedmemory/status") == (200, b"[]")
+    assert answer("POST", "/cudasharedmemory/unregister") == (200, b"")
+    status, body = answer("POST", "/cudasharedmemory/region/r/register")
     assert status == 400 and CUDA_TEXT in json.loads(body)["error"]
     assert answer("POST", "/systemsharedmemory/register")[0] == 400
     assert answer("GET", "/systemsharedmemory/register")[0] == 405

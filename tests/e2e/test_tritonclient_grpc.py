@@ -277,9 +277,10 @@ def test_statistics_count_requests(client):
     )
 
 
-def test_cuda_shared_memory_is_answered_unimplemented(client):
+def test_cuda_shared_memory_registration_is_answered_unimplemented(client):
     # System shared memory is served: tests/e2e/test_system_shared_memory.py.
-    error = raised(client.get_cuda_shared_memory_status)
+    assert list(client.get_cuda_shared_memory_status().regions) == []
+    error = raised(client.register_cuda_shared_memory, "r", b"aGFuZGxl", 0, 64)
     assert error.status() == "StatusCode.UNIMPLEMENTED"
     assert "CUDA shared memory is not supported on this device" in error.message()
 

@@ -238,13 +238,19 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     # -- not served (yet) ----------------------------------------------------------
 
     async def CudaSharedMemoryStatus(self, request, context):
-        await self._refuse_cuda_shm("CudaSharedMemoryStatus", context)
+        # No CUDA region can exist: the status of all is empty, as HTTP answers.
+        if request.name:
+            await self._refuse_cuda_shm("CudaSharedMemoryStatus", context)
+        await self._admit("CudaSharedMemoryStatus", context)
+        return pb.CudaSharedMemoryStatusResponse()
 
     async def CudaSharedMemoryRegister(self, request, context):
         await self._refuse_cuda_shm("CudaSharedMemoryRegister", context)
 
     async def CudaSharedMemoryUnregister(self, request, context):
-        await self._refuse_cuda_shm("CudaSharedMemoryUnregister", context)
+        # Nothing to unregister; NVIDIA's examples call this as a clean-up first.
+        await self._admit("CudaSharedMemoryUnregister", context)
+        return pb.CudaSharedMemoryUnregisterResponse()
 
     async def TraceSetting(self, request, context):
         await self._admit("TraceSetting", context)

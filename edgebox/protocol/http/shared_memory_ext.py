@@ -2,11 +2,15 @@
 
     POST /v2/systemsharedmemory[/region/{name}]/register | /unregister
     GET  /v2/systemsharedmemory[/region/{name}]/status
-    *    /v2/cudasharedmemory/...   400: no CUDA IPC on this device
+    POST /v2/cudasharedmemory[/region/{name}]/unregister   200, nothing to do
+    GET  /v2/cudasharedmemory/status                       200, ``[]``
+    *    /v2/cudasharedmemory/...   (register, a named status) 400: no CUDA IPC here
 
 ``register`` needs the region name in the path and ``{"key", "offset",
 "byte_size"}`` in the body; without a name, ``unregister`` and ``status`` act
-on every region. Spec:
+on every region. No CUDA region can exist, so unregistering one and listing
+them all answer as Triton does with none registered: NVIDIA's examples call
+``unregister_cuda_shared_memory()`` as a clean-up before they start. Spec:
 https://github.com/triton-inference-server/server/blob/main/docs/protocol/extension_shared_memory.md
 """
 
@@ -31,7 +35,7 @@ def route(
     """The answer for ``parts`` (the path after ``/v2/``), or None when no
     shared-memory route matches (the caller answers 404 / 405)."""
     if parts[0] == "cudasharedmemory":
-        raise Unsupported(CUDA_UNSUPPORTED)
+        return _cuda(method, parts)
     name = ""
     rest = parts[1:]
     if len(rest) == 3 and rest[0] == "region":
@@ -62,6 +66,16 @@ def route(
         registry.unregister(name)
         return HttpResponse(200, [])
     return None
+
+
+def _cuda(method: str, parts: list[str]) -> HttpResponse:
+    """Unregister (all or one) and the status of all: nothing is registered; the rest
+    is refused, since a CUDA IPC handle cannot be opened on this device."""
+    if method == "POST" and parts[-1] == "unregister" and len(parts) in (2, 4):
+        return HttpResponse(200, [])
+    if method == "GET" and parts[1:] == ["status"]:
+        return _json([])
+    raise Unsupported(CUDA_UNSUPPORTED)
 
 
 def _json(document) -> HttpResponse:
