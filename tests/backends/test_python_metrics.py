@@ -161,3 +161,17 @@ def test_custom_metric_misuse_raises_tritons_errors() -> None:
     with pytest.raises(TypeError):
         pb_utils.MetricFamily("probe_other", "d", 5)
     assert [int(k) for k in (counter.COUNTER, counter.GAUGE, counter.HISTOGRAM)] == [0, 1, 2]
+
+
+def test_metric_kinds_are_module_constants_as_examples_use_them() -> None:
+    # python_backend's examples/custom_metrics passes kind=pb_utils.COUNTER: the
+    # stub's MetricKind enum exports its values into the module.
+    assert (pb_utils.COUNTER, pb_utils.GAUGE, pb_utils.HISTOGRAM) == (
+        pb_utils.MetricFamily.COUNTER,
+        pb_utils.MetricFamily.GAUGE,
+        pb_utils.MetricFamily.HISTOGRAM,
+    )
+    family = pb_utils.MetricFamily(
+        name="example_style_kind_total", description="kind from the module", kind=pb_utils.COUNTER
+    )
+    family.Metric(labels={"model": "m"}).increment(2)

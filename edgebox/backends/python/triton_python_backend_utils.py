@@ -870,6 +870,12 @@ class MetricKind(enum.IntEnum):
     HISTOGRAM = 2
 
 
+# The stub exports MetricKind's values into the module too (``export_values``):
+# python_backend's custom_metrics example passes ``kind=pb_utils.COUNTER``.
+COUNTER = MetricKind.COUNTER
+GAUGE = MetricKind.GAUGE
+HISTOGRAM = MetricKind.HISTOGRAM
+
 _CUSTOM_KIND = {
     MetricKind.COUNTER: custom_metrics.COUNTER,
     MetricKind.GAUGE: custom_metrics.GAUGE,
