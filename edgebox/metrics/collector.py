@@ -8,13 +8,14 @@ Triton's inference counters keep Triton's exact series names
 (``nv_inference_request_success{model,version}``). Triton declares them
 ``counter``, but prometheus-client renames every counter to ``<name>_total``
 (the OpenMetrics rule), which would break the PromQL of dashboards made for
-Triton; so they are exported untyped under Triton's names, which ``rate()`` and
-``increase()`` treat alike. edgebox's own counters are true counters and so end
-in ``_total``. Failures carry no ``reason`` label: edgebox does not classify
-them as Triton 2.51 does. ``edgebox_request_duration_seconds`` is the
-statistics' latency histogram made cumulative, its ``_sum`` and ``_count``
-the very figures behind ``nv_inference_request_duration_us`` and
-``nv_inference_request_success``, so they agree within one scrape.
+Triton; so they are ``exposition.TritonCounter`` families: samples under
+Triton's names, declared ``counter`` by ``exposition.render``. edgebox's own
+counters are true counters and so end in ``_total``. Failures carry no
+``reason`` label: edgebox does not classify them as Triton 2.51 does.
+``edgebox_request_duration_seconds`` is the statistics' latency histogram
+made cumulative, its ``_sum`` and ``_count`` the very figures behind
+``nv_inference_request_duration_us`` and ``nv_inference_request_success``,
+so they agree within one scrape.
 
 The telemetry families are built in ``telemetry_families.py``.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/metrics.md
@@ -40,6 +41,7 @@ from edgebox.lifecycle.states import ModelState
 from edgebox.log_limiter import LogLimiter
 from edgebox.metrics import custom as custom_metrics
 from edgebox.metrics.custom import CustomMetricRegistry
+from edgebox.metrics.exposition import TritonCounter
 from edgebox.metrics.telemetry_families import telemetry_families
 from edgebox.mqtt.link_stats import MqttStats
 from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
@@ -194,7 +196,7 @@ class MetricsCollector:
     def _inference(self) -> Iterator[Metric]:
         statistics = self._dataplane.statistics()
         for name, help_text, value in _TRITON_INFERENCE:
-            family = Metric(name, help_text, "unknown")
+            family = TritonCounter(name, help_text)
             for entry in statistics:
                 family.add_sample(
                     name, {"model": entry.name, "version": entry.version}, value(entry.counts)
@@ -303,8 +305,8 @@ class MetricsCollector:
 
     def _custom_metrics(self) -> Iterator[Metric]:
         """python models' ``pb_utils.MetricFamily`` families, under their own
-        names as Triton exports them: a counter untyped (prometheus-client
-        would add ``_total``), a histogram with the model's buckets. Each
+        names as Triton exports them: a counter a ``TritonCounter`` (no
+        ``_total``), a histogram with the model's buckets. Each
         series keeps its own labels, as Triton lets them differ."""
         for family in self._custom.snapshot():
             if family.kind == custom_metrics.HISTOGRAM:
@@ -320,8 +322,10 @@ class MetricsCollector:
                     metric.add_sample(f"{family.name}_sum", series.labels, series.sum)
                 yield metric
                 continue
-            kind = "gauge" if family.kind == custom_metrics.GAUGE else "unknown"
-            metric = Metric(family.name, family.description, kind)
+            if family.kind == custom_metrics.GAUGE:
+                metric = Metric(family.name, family.description, "gauge")
+            else:
+                metric = TritonCounter(family.name, family.description)
             for series in family.series:
                 metric.add_sample(family.name, series.labels, series.value)
             yield metric

@@ -2,14 +2,16 @@
 threads and a connection cap, as a LAN port needs), from a registry holding
 only edgebox's collector: not the library's global registry, so no process or
 platform collectors another import registered show up, and tests can run
-several.
+several. The text is ``exposition.render``'s: Triton's counters declared
+``counter`` under their own names.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client import CollectorRegistry
 
 from edgebox.metrics.collector import MetricsCollector
+from edgebox.metrics.exposition import wsgi_app
 from edgebox.wsgi_port import WsgiPort
 
 THREADS = 2
@@ -27,7 +29,7 @@ class MetricsServer:
         self.registry = CollectorRegistry()
         self.registry.register(collector)
         self._port = WsgiPort(
-            make_wsgi_app(self.registry),
+            wsgi_app(self.registry),
             host,
             port,
             "metrics",

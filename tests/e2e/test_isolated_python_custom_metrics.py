@@ -78,7 +78,10 @@ def test_isolated_custom_metrics_show_on_the_metrics_endpoint(tmp_path, start_da
             tensor.set_data_from_numpy(np.ones(size, np.float32))
             client.infer("iso_counting", [tensor])
         families = scrape(daemon)
-        assert samples(families, "iso_counting_requests") == {("iso_counting_requests", ""): 3}
+        # Served as Triton serves it (`# TYPE iso_counting_requests counter`, samples under the
+        # name); prometheus-client's parser reports a counter's samples as `_total`.
+        assert families["iso_counting_requests"].type == "counter"
+        assert samples(families, "iso_counting_requests") == {("iso_counting_requests_total", ""): 3}
         assert families["iso_counting_requests"].documentation == (
             "Requests the isolated model executed"
         )

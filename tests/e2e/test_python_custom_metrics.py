@@ -78,7 +78,10 @@ def test_custom_counter_and_histogram_show_on_the_metrics_endpoint(tmp_path, sta
             tensor.set_data_from_numpy(np.ones(size, np.float32))
             client.infer("counting", [tensor])
         families = scrape(daemon)
-        assert samples(families, "counting_requests") == {("counting_requests", ""): 3}
+        # Served as Triton serves it (`# TYPE counting_requests counter`, samples under the
+        # name); prometheus-client's parser reports a counter's samples as `_total`.
+        assert families["counting_requests"].type == "counter"
+        assert samples(families, "counting_requests") == {("counting_requests_total", ""): 3}
         assert families["counting_requests"].documentation == (
             "Requests the counting model executed"
         )

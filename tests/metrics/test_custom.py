@@ -1,19 +1,20 @@
 """Custom metric families (``edgebox/metrics/custom.py``) as the collector
-exports them: under their own names, a counter untyped (no ``_total``), a
-gauge, a histogram with its buckets cumulative, as Triton 2.51 shows them."""
+exports them: under their own names, a counter declared ``counter`` with no
+``_total``, a gauge, a histogram with its buckets cumulative, as Triton 2.51 shows them."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 
 from edgebox.metrics import custom
 from edgebox.metrics.collector import MetricsCollector
+from edgebox.metrics.exposition import render
 
 
 def scrape_text(registry: custom.CustomMetricRegistry) -> str:
     prometheus = CollectorRegistry()
     prometheus.register(MetricsCollector(None, custom=registry))
-    return generate_latest(prometheus).decode()
+    return render(prometheus).decode()
 
 
 def test_custom_families_are_exported_as_triton_exports_them() -> None:
@@ -30,6 +31,7 @@ def test_custom_families_are_exported_as_triton_exports_them() -> None:
     text = scrape_text(registry)
     for line in (
         "# HELP probe_count a counter",
+        "# TYPE probe_count counter",
         'probe_count{model="probe"} 2.0',
         "# TYPE probe_gauge gauge",
         'probe_gauge{k="v"} 7.0',

@@ -10,6 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from edgebox.events import EventBus, ModelStateChanged
+from edgebox.metrics import custom
 from edgebox.metrics.collector import MetricsCollector
 from edgebox.metrics.server import MetricsServer
 
@@ -58,3 +59,26 @@ def test_idle_connections_do_not_keep_a_scrape_waiting():
         for sock in idle:
             sock.close()
         server.stop()
+
+
+def test_triton_style_counters_are_declared_counter_under_their_own_names():
+    # python_backend's custom_metrics example checks for these very lines, and
+    # Triton declares its nv_inference_* counters the same way (no `_total`).
+    registry = custom.CustomMetricRegistry()
+    family = registry.family("probe_latency_ns", "Cumulative time", custom.COUNTER)
+    _, series = registry.series(family, {"model": "probe", "version": "1"}, None)
+    custom.increment(family, series, 5)
+    server = MetricsServer(MetricsCollector(None, custom=registry), "127.0.0.1", 0)
+    port = server.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            content_type = reply.headers["Content-Type"]
+            lines = reply.read().decode().splitlines()
+    finally:
+        server.stop()
+    assert content_type.startswith("text/plain; version=0.0.4")
+    assert lines == [
+        "# HELP probe_latency_ns Cumulative time",
+        "# TYPE probe_latency_ns counter",
+        'probe_latency_ns{model="probe",version="1"} 5.0',
+    ]
