@@ -285,8 +285,9 @@ def test_serve_inside_the_root_answers_ready_on_loopback(installed, arch, tmp_pa
     http, grpc, metrics = free_port(), free_port(), free_port()
     log = tmp_path / "serve.log"
     # chroot --userspec execs edgebox in this very process: SIGTERM reaches it.
-    script = ('mount -t proc proc "$0/proc" && mount --bind /dev "$0/dev" && '
-              'exec chroot --userspec=edgebox:edgebox "$0" /usr/bin/env -i '
+    # /sys as on a device: ONNX Runtime reads the CPU list there (aarch64 aborts without it).
+    script = ('mount -t proc proc "$0/proc" && mount --bind /sys "$0/sys" && '
+              'mount --bind /dev "$0/dev" && exec chroot --userspec=edgebox:edgebox "$0" /usr/bin/env -i '
               'PATH=/usr/bin:/bin HOME=/var/lib/edgebox LC_ALL=C.UTF-8 "$@"')
     with log.open("wb") as out:
         daemon = subprocess.Popen(
