@@ -18,10 +18,7 @@ as in Triton.
 
 One worker thread per instance forms its batches, so a sequence's next
 request never overtakes its previous one and the state the previous returned
-is in place before the next runs. A request that finds its instance idle and
-nothing else waiting there runs on the caller's thread instead (the camera
-with one sequence, the common case, pays no hand-off); either way an
-instance runs one batch at a time. ``direct`` batches hold one request per
+is in place before the next runs. ``direct`` batches hold one request per
 slot in slot order, up to the highest slot with a request, and pad the empty
 slots below it with requests marked not READY (zero inputs, answers dropped),
 as Triton does, so a model that keeps state per batch row sees each sequence
@@ -109,14 +106,12 @@ class _Sequence:
 
 
 class _Lane:
-    """One instance, its slots and its worker. ``busy`` while a batch of the
-    lane runs, on the worker or on a caller's thread: one at a time."""
+    """One instance, its slots and its worker."""
 
     def __init__(self, index: int, instance: Instance, slots: int) -> None:
         self.index = index
         self.instance = instance
         self.slots: list[_Sequence | None] = [None] * slots
-        self.busy = False
 
     def free_slots(self) -> int:
         return sum(1 for s in self.slots if s is None)
@@ -196,17 +191,11 @@ class SequenceBatcher(Scheduler):
             return
         now = time.perf_counter_ns()
         pending = _Pending(request, sink, tag, now)
-        alone = None
+        refused = None
         with self._cond:
             refused = self._enqueue(pending, now)
-            if refused is None:
-                alone = self._take_alone(pending)
-                if alone is None:
-                    self._cond.notify_all()
         if refused is not None:
             sink.send(refused, True)
-        elif alone is not None:
-            self._execute(*alone)
 
     def _admit(self, request: InferRequest) -> SequenceTag:
         tag = sequence_tag(request, self._model_name)
@@ -252,25 +241,8 @@ class SequenceBatcher(Scheduler):
         pending.sequence = sequence
         sequence.pending.append(pending)
         self._queued += 1
+        self._cond.notify_all()
         return None
-
-    def _take_alone(self, pending: _Pending) -> tuple[_Lane, list[_Pending | None]] | None:
-        """Under the lock: when the request's instance is idle and it is the only
-        one waiting there, with nothing to wait for, take it to run on the
-        caller's thread (a camera's one sequence pays no hand-off to the
-        worker); else None, and the worker takes it."""
-        sequence = pending.sequence
-        lane = sequence.lane if sequence is not None else None
-        if lane is None or lane.busy or self._closed or len(sequence.pending) != 1:
-            return None
-        waiting = lane.waiting()
-        if waiting != [sequence] or not (self._delay_ns == 0 or self._enough(lane, 1)):
-            return None
-        chosen = self._choose(lane, waiting)
-        if chosen is None:
-            return None
-        lane.busy = True
-        return lane, chosen
 
     def _place(self, sequence: _Sequence) -> bool:
         """Give the sequence a free slot, on the instance with the most free;
@@ -332,24 +304,19 @@ class SequenceBatcher(Scheduler):
                 batch = self._next_batch(lane)
                 if not batch:
                     return
-                self._execute(lane, batch)
+                try:
+                    self._run(lane, batch)
+                except BaseException as exc:
+                    log.exception("%s: sequence batch failed", self._where)
+                    error = EdgeboxError(f"{self._where}: batch failed: {describe(exc)}")
+                    now = time.perf_counter_ns()
+                    for pending in batch:
+                        if pending is not None and pending.result is None:
+                            pending.result = error
+                            self.statistics.record_request(False, now - pending.enqueued_ns)
+                self._complete(batch)
         except BaseException as exc:
             self._stop_serving(exc, [p for p in batch if p is not None and p.sink is not None])
-
-    def _execute(self, lane: _Lane, batch: list[_Pending | None]) -> None:
-        """Run a batch the lane is ``busy`` with, send its finals, free the lane.
-        Whatever goes wrong fails the batch's requests, never the lane."""
-        try:
-            self._run(lane, batch)
-        except BaseException as exc:
-            log.exception("%s: sequence batch failed", self._where)
-            error = EdgeboxError(f"{self._where}: batch failed: {describe(exc)}")
-            now = time.perf_counter_ns()
-            for pending in batch:
-                if pending is not None and pending.result is None:
-                    pending.result = error
-                    self.statistics.record_request(False, now - pending.enqueued_ns)
-        self._complete(lane, batch)
 
     def _next_batch(self, lane: _Lane) -> list[_Pending | None]:
         """The lane's next batch (None entries are padding), or [] once the
@@ -360,9 +327,6 @@ class SequenceBatcher(Scheduler):
                 if self._backlog:
                     self._expire_idle(lane, now)
                 waiting = lane.waiting()
-                if lane.busy:
-                    self._cond.wait()
-                    continue
                 if not waiting:
                     if self._closed:
                         return []
@@ -370,21 +334,17 @@ class SequenceBatcher(Scheduler):
                     continue
                 oldest = min(s.pending[0].enqueued_ns for s in waiting)
                 due = oldest + self._delay_ns
-                if not (self._enough(lane, len(waiting)) or now >= due or self._closed):
+                if self._oldest:
+                    enough = len(waiting) >= self._target
+                else:
+                    enough = len(waiting) >= self._min_utilization * len(lane.slots)
+                if not (enough or now >= due or self._closed):
                     self._cond.wait((due - now) / 1e9)
                     continue
                 chosen = self._choose(lane, waiting)
                 if chosen is None:
                     continue
-                lane.busy = True
                 return chosen
-
-    def _enough(self, lane: _Lane, waiting: int) -> bool:
-        """Whether ``waiting`` sequences with a request make a batch worth
-        running before the queue delay is up."""
-        if self._oldest:
-            return waiting >= self._target
-        return waiting >= self._min_utilization * len(lane.slots)
 
     def _choose(self, lane: _Lane, waiting: list[_Sequence]) -> list[_Pending | None] | None:
         """Pop the batch's requests; None when cancelled ones were answered
@@ -531,7 +491,7 @@ class SequenceBatcher(Scheduler):
                 )
             sequence.state[state.input_name] = tensor.data
 
-    def _complete(self, lane: _Lane, batch: list[_Pending | None]) -> None:
+    def _complete(self, batch: list[_Pending | None]) -> None:
         """Free what ended, then send the finals: a client that starts the
         same ID again as soon as it has its END answer finds the slot free."""
         real = [p for p in batch if p is not None]
@@ -544,7 +504,6 @@ class SequenceBatcher(Scheduler):
                 sequence.idle_since_ns = now
                 if pending.tag.end and not sequence.pending:
                     self._release(sequence, now)
-            lane.busy = False
             self._cond.notify_all()
         for pending in real:
             self._send(pending)

@@ -404,22 +404,6 @@ def test_after_a_queued_end_only_a_new_start_is_taken(tmp_path):
     batcher.close()
 
 
-def test_a_lone_request_runs_on_the_callers_thread(tmp_path):
-    seen = []
-
-    class Recording(FakeSequenceInstance):
-        def execute(self, requests):
-            seen.append(threading.current_thread().name)
-            return super().execute(requests)
-
-    batcher = batcher_for([Recording()], tmp_path, max_batch=4, state=True)
-    caller = Caller(batcher, seq(1, 5, start=True, batched=True))
-    caller.join(10)
-    assert output(caller.response, "ACC") == 5
-    assert seen == [caller.name]
-    batcher.close()
-
-
 def test_one_instance_never_runs_two_batches_at_once_and_each_sequence_keeps_its_order(
     tmp_path,
 ):
