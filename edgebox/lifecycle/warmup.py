@@ -23,7 +23,8 @@ from tritonclient.grpc import model_config_pb2
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
 from edgebox.lifecycle.limits import warmup_request_count
 from edgebox.repository import contained_path
-from edgebox.repository.contained_path import FileTooLarge, read_regular_file, resolve_inside
+from edgebox.repository.contained_path import resolve_inside
+from edgebox.repository.tensor_file import read_tensor_file
 from edgebox.scheduling.scheduler import Scheduler
 from edgebox.scheduling.sequence_tag import WARMUP_SEQUENCE
 from edgebox.scheduling.statistics import ModelStatistics
@@ -32,14 +33,11 @@ from edgebox.tensors import (
     InferRequest,
     Tensor,
     config_type_to_datatype,
-    deserialize_bytes,
     numpy_dtype,
 )
 
 WARMUP_FOLDER = "warmup"
 """Where ``input_data_file`` files live, inside the model folder."""
-MAX_BYTES_FILE = 64 * 1024 * 1024
-"""Largest BYTES warm-up file read (a numeric one must be exactly its shape's size)."""
 
 
 def run_warmup(
@@ -154,33 +152,10 @@ def _from_file(
 ) -> np.ndarray:
     """A tensor read from ``<model>/warmup/<filename>``, which must stay inside
     that folder after symlinks and be a regular file of exactly the size the
-    shape needs (for BYTES, at most ``MAX_BYTES_FILE``). The size is checked
+    shape needs (for BYTES, at most ``tensor_file.MAX_BYTES_FILE``). The size is checked
     before anything is read, so neither ``/dev/zero`` nor a huge file is read."""
     where = f"{label}, input '{name}'"
     path = resolve_inside(
         folder, filename, "input_data_file", where, folder_label=contained_path.WARMUP_FOLDER
     )
-    count = int(np.prod(shape, dtype=np.int64))
-    needed = MAX_BYTES_FILE if datatype == "BYTES" else count * numpy_dtype(datatype).itemsize
-    try:
-        raw = read_regular_file(path, needed)
-    except OSError as exc:
-        raise Unavailable(f"{where}: cannot read '{path}': {exc.strerror}") from None
-    except FileTooLarge as exc:
-        if datatype == "BYTES":
-            raise Unavailable(f"{where}: '{path}' {exc}") from None
-        raw_size = exc.size
-    except ValueError as exc:
-        raise Unavailable(f"{where}: '{path}' {exc}") from None
-    else:
-        raw_size = len(raw)
-    if datatype == "BYTES":
-        try:
-            return deserialize_bytes(raw, count).reshape(shape)
-        except ValueError as exc:
-            raise Unavailable(f"{where}: '{path}': {exc}") from None
-    if raw_size != needed:
-        raise Unavailable(
-            f"{where}: '{path}' holds {raw_size} bytes, shape {shape} of {datatype} needs {needed}"
-        )
-    return np.frombuffer(raw, dtype=numpy_dtype(datatype)).reshape(shape).copy()
+    return read_tensor_file(path, datatype, shape, where)

@@ -14,7 +14,7 @@ The file name is hostile input like every name a config gives: it must stay
 inside the model's ``initial_state`` folder by name and inside the model
 folder after symlinks (``contained_path.py``), and it is read only when it is
 a regular file of exactly the size the dims need (BYTES: at most
-``MAX_BYTES_FILE``). Values are computed once when a version loads and then
+``tensor_file.MAX_BYTES_FILE``). Values are computed once when a version loads and then
 shared by every sequence, so they are returned read-only.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/implicit_state_management.md
 """
@@ -26,21 +26,14 @@ from pathlib import Path
 import numpy as np
 from tritonclient.grpc import model_config_pb2
 
-from edgebox.errors import InvalidArgument, Unavailable
-from edgebox.repository.contained_path import (
-    FileTooLarge,
-    path_problem,
-    read_regular_file,
-    resolve_inside,
-)
-from edgebox.tensors import config_type_to_datatype, deserialize_bytes, numpy_dtype
+from edgebox.errors import InvalidArgument
+from edgebox.repository.contained_path import path_problem, resolve_inside
+from edgebox.repository.tensor_file import read_tensor_file
+from edgebox.tensors import config_type_to_datatype, numpy_dtype
 
 INITIAL_STATE_FOLDER = "initial_state"
 """Where ``data_file`` files live, inside the model folder."""
 INITIAL_STATE_FOLDER_LABEL = "the model's initial_state folder"
-MAX_BYTES_FILE = 64 * 1024 * 1024
-"""Largest TYPE_STRING initial-state file read (a numeric one must be exactly
-its dims' size)."""
 
 
 def initial_state_value(state, model_dir: Path, batched: bool, where: str) -> np.ndarray:
@@ -95,32 +88,14 @@ def _from_file(
     path = resolve_inside(
         model_dir, filename, "initial_state data_file", label, start=INITIAL_STATE_FOLDER
     )
-    count = int(np.prod(shape, dtype=np.int64))
-    needed = MAX_BYTES_FILE if datatype == "BYTES" else count * numpy_dtype(datatype).itemsize
-    try:
-        raw = read_regular_file(path, needed)
-    except FileNotFoundError:
-        raise Unavailable(f"{label}: initial_state data_file '{path}' not found") from None
-    except OSError as exc:
-        raise Unavailable(f"{label}: cannot read '{path}': {exc.strerror}") from None
-    except FileTooLarge as exc:
-        if datatype == "BYTES":
-            raise InvalidArgument(f"{label}: '{path}' {exc}") from None
-        raw_size = exc.size
-    except ValueError as exc:
-        raise InvalidArgument(f"{label}: '{path}' {exc}") from None
-    else:
-        raw_size = len(raw)
-    if datatype == "BYTES":
-        try:
-            return deserialize_bytes(raw, count).reshape(shape)
-        except ValueError as exc:
-            raise InvalidArgument(f"{label}: '{path}': {exc}") from None
-    if raw_size != needed:
-        raise InvalidArgument(
-            f"{label}: '{path}' holds {raw_size} bytes, shape {shape} of {datatype} needs {needed}"
-        )
-    return np.frombuffer(raw, dtype=numpy_dtype(datatype)).reshape(shape)
+    return read_tensor_file(
+        path,
+        datatype,
+        shape,
+        label,
+        invalid=InvalidArgument,
+        missing=f"initial_state data_file '{path}' not found",
+    )
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:

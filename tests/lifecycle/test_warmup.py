@@ -12,6 +12,7 @@ from google.protobuf import json_format, text_format
 from daemon_process import wait_for
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
 from edgebox.lifecycle.states import ModelState, VersionStatus
+from edgebox.repository import tensor_file
 from edgebox.repository.config import ModelConfig
 from fakes import blocking_gate, execute_counter
 from model_fixtures import write_model
@@ -344,9 +345,8 @@ def test_oversized_warmup_file_is_refused_before_it_is_read(tmp_path, stack):
 
 
 def test_bytes_warmup_file_has_a_size_limit(tmp_path, stack, monkeypatch):
-    from edgebox.lifecycle import warmup
 
-    monkeypatch.setattr(warmup, "MAX_BYTES_FILE", 16)
+    monkeypatch.setattr(tensor_file, "MAX_BYTES_FILE", 16)
     write_model(
         tmp_path,
         "text",
