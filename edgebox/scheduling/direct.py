@@ -94,6 +94,28 @@ def answered(result: object) -> bool:
     return not isinstance(result, EdgeboxError) or result.answered_by_model
 
 
+def execute_all(
+    instance, requests: list[InferRequest], where: str
+) -> list[InferResponse | EdgeboxError]:
+    """``instance.execute`` as a batcher needs it: exactly one result per
+    request, whatever happened. What it raises, ``BaseException``s included,
+    or a wrong count of results, becomes every request's error, so a batcher's
+    worker never dies of a model."""
+    try:
+        results = instance.execute(requests)
+        if len(results) != len(requests):
+            raise EdgeboxError(
+                f"{where}: backend returned {len(results)} results for {len(requests)} requests"
+            )
+    except EdgeboxError as exc:
+        return [exc] * len(requests)
+    except BaseException as exc:
+        log.exception("%s: execute raised", where)
+        error = EdgeboxError(f"{where}: backend failed: {describe(exc)}")
+        return [error] * len(requests)
+    return list(results)
+
+
 def cancelled_error(where: str) -> Cancelled:
     return Cancelled(f"{where}: request cancelled: its client gave up while it waited; not run")
 

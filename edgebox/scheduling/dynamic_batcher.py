@@ -49,7 +49,13 @@ from tritonclient.grpc import model_config_pb2
 from edgebox.backends.base import Instance
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
 from edgebox.responses import Outcome, ResponseSink
-from edgebox.scheduling.direct import answered, cancelled_error, describe, finish_response
+from edgebox.scheduling.direct import (
+    answered,
+    cancelled_error,
+    describe,
+    execute_all,
+    finish_response,
+)
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.scheduling.scheduler import Scheduler
 from edgebox.scheduling.statistics import ModelStatistics
@@ -290,19 +296,7 @@ class DynamicBatcher(Scheduler):
         started = clock()
         requests = [self._signature.to_model_shapes(p.request) for p in batch]
         prepared = clock()
-        try:
-            results = instance.execute(requests)
-            if len(results) != len(batch):
-                raise EdgeboxError(
-                    f"{self._where}: backend returned {len(results)} results for "
-                    f"{len(batch)} requests"
-                )
-        except EdgeboxError as exc:
-            results = [exc] * len(batch)
-        except BaseException as exc:
-            log.exception("%s: execute raised", self._where)
-            error = EdgeboxError(f"{self._where}: backend failed: {describe(exc)}")
-            results = [error] * len(batch)
+        results = execute_all(instance, requests, self._where)
         executed = clock()
         for pending, result in zip(batch, results, strict=True):
             try:

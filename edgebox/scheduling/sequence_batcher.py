@@ -49,7 +49,13 @@ import numpy as np
 from edgebox.backends.base import Instance
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
 from edgebox.responses import Outcome, ResponseSink
-from edgebox.scheduling.direct import answered, cancelled_error, describe, finish_response
+from edgebox.scheduling.direct import (
+    answered,
+    cancelled_error,
+    describe,
+    execute_all,
+    finish_response,
+)
 from edgebox.scheduling.dynamic_batcher import DEFAULT_MAX_QUEUE_SIZE
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.scheduling.scheduler import Scheduler
@@ -408,19 +414,7 @@ class SequenceBatcher(Scheduler):
         template = next(p for p in batch if p is not None)
         requests = [self._model_request(p, template) for p in batch]
         prepared = clock()
-        try:
-            results = lane.instance.execute(requests)
-            if len(results) != len(batch):
-                raise EdgeboxError(
-                    f"{self._where}: backend returned {len(results)} results for "
-                    f"{len(batch)} requests"
-                )
-        except EdgeboxError as exc:
-            results = [exc] * len(batch)
-        except BaseException as exc:
-            log.exception("%s: execute raised", self._where)
-            error = EdgeboxError(f"{self._where}: backend failed: {describe(exc)}")
-            results = [error] * len(batch)
+        results = execute_all(lane.instance, requests, self._where)
         executed = clock()
         real = [(p, r) for p, r in zip(batch, results, strict=True) if p is not None]
         for pending, result in real:
