@@ -44,10 +44,28 @@ def mqtt_flags(broker_url: str, run_dir: Path) -> list[str]:
     ]
 
 
-DASHBOARD_BANNER = (
-    "Dashboard: http://localhost:8080  (read-only without login in the demo; "
-    "load and unload need a password: docs/dashboard.md, 'edgebox passwd')"
-)
+DEFAULT_DASHBOARD_PORT = 8080
+
+
+def dashboard_banner(extra_args: Sequence[str]) -> str:
+    """Where the dashboard will be: the ``--dashboard-port`` passed through
+    ``ARGS`` (the last one wins, as argparse takes it), else the default. A
+    port set in a ``--config`` file is not read here; the daemon's own log
+    line says where it listens."""
+    port = DEFAULT_DASHBOARD_PORT
+    args = list(extra_args)
+    for index, arg in enumerate(args):
+        value = None
+        if arg == "--dashboard-port" and index + 1 < len(args):
+            value = args[index + 1]
+        elif arg.startswith("--dashboard-port="):
+            value = arg.partition("=")[2]
+        if value is not None and value.isdigit():
+            port = int(value)
+    return (
+        f"Dashboard: http://localhost:{port}  (read-only without login in the demo; "
+        "load and unload need a password: docs/dashboard.md, 'edgebox passwd')"
+    )
 
 
 def daemon_command(
@@ -132,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         broker.start()
         command = daemon_command(args.repository, broker.url, args.run_dir, extra)
         print(broker_banner(broker), flush=True)
-        print(DASHBOARD_BANNER, flush=True)
+        print(dashboard_banner(extra), flush=True)
         if args.print_only:
             print(shlex.join(command), flush=True)
             return 0

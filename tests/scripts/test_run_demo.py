@@ -14,7 +14,7 @@ from pathlib import Path
 
 from daemon_process import wait_for
 from scripts.demo_broker import LocalMosquitto
-from scripts.run_demo import run_daemon
+from scripts.run_demo import dashboard_banner, run_daemon
 
 ROOT = Path(__file__).resolve().parents[2]
 _BANNER = re.compile(
@@ -101,3 +101,13 @@ def test_sigterm_is_forwarded_to_the_daemon(tmp_path):
     assert code == 7
     assert not broker.running()
     assert signal.getsignal(signal.SIGTERM) is original
+
+
+def test_the_dashboard_banner_names_the_port_passed_through():
+    assert dashboard_banner([]).startswith("Dashboard: http://localhost:8080 ")
+    assert dashboard_banner(["--dashboard-port", "9000"]).startswith(
+        "Dashboard: http://localhost:9000 "
+    )
+    assert dashboard_banner(["--dashboard-port=9001", "--log-verbose", "1"]).startswith(
+        "Dashboard: http://localhost:9001 "
+    )
