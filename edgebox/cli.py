@@ -5,7 +5,9 @@
 Flags take Triton's names where Triton has the flag (``--model-repository``,
 ``--model-control-mode``, ``--repository-poll-secs``, ``--load-model``,
 ``--http-port``, ``--grpc-port``, ``--log-verbose``, ``--strict-readiness``,
-``--exit-timeout-secs``, ``--http-restricted-api``, ``--grpc-restricted-protocol``),
+``--exit-timeout-secs``, ``--http-restricted-api``, ``--grpc-restricted-protocol``,
+``--allow-metrics``, ``--metrics-address``, ``--allow-gpu-metrics``,
+``--allow-cpu-metrics``),
 so a tritonserver command line mostly carries over. Every field of a settings
 section has a flag made from its names (``--mqtt-url``, ``--mqtt-qos``).
 """
@@ -106,6 +108,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-port",
         default=keep,
         help="Prometheus metrics port, GET /metrics (default 8002; 0 = any free port)",
+    )
+    serve.add_argument(
+        "--allow-metrics",
+        default=keep,
+        help="false: bind no metrics port at all (default true)",
+    )
+    serve.add_argument(
+        "--metrics-address",
+        default=keep,
+        help="address the metrics port binds (default: --host; 127.0.0.1 = this device only)",
+    )
+    serve.add_argument(
+        "--allow-gpu-metrics", default=keep, help="false: leave nv_gpu_* out of /metrics"
+    )
+    serve.add_argument(
+        "--allow-cpu-metrics", default=keep, help="false: leave nv_cpu_* out of /metrics"
     )
     serve.add_argument(
         "--grpc-thread-count", default=keep, help="threads doing gRPC requests' work (32)"
@@ -403,7 +421,14 @@ def _in_file(problem: SettingsProblem, config_file: Path) -> str:
 
 def _summary(settings: Settings) -> str:
     ports = f"ports http {settings.http_port}, grpc {settings.grpc_port}, "
-    ports += f"metrics {settings.metrics_port}, "
+    if not settings.allow_metrics:
+        ports += "metrics off, "
+    elif settings.metrics_address:
+        address = settings.metrics_address
+        address = f"[{address}]" if ":" in address else address
+        ports += f"metrics {address}:{settings.metrics_port}, "
+    else:
+        ports += f"metrics {settings.metrics_port}, "
     dashboard = settings.dashboard
     ports += f"dashboard {dashboard.port}" if dashboard.enabled else "dashboard off"
     mqtt = f"mqtt {settings.mqtt.url}" if settings.mqtt else "mqtt off"

@@ -13,6 +13,7 @@ never keeps the daemon past ``exit_timeout_secs``.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import signal
 import threading
@@ -158,7 +159,8 @@ class Daemon:
             )
         self.poller: RepositoryPoller | None = None
         self.metrics: MetricsServer | None = None
-        """Built in ``run``, so it sees every source ``__init__`` made."""
+        """Built in ``run``, so it sees every source ``__init__`` made; stays
+        None with ``allow_metrics`` false."""
         self._stop = threading.Event()
         self._wake = threading.Event()
         """Set by a stop or reload request, or by the end of the initial load."""
@@ -182,6 +184,40 @@ class Daemon:
         """True from a reload request until the main thread has handled it."""
         return self._reload_requested.is_set() or self._reloading
 
+    def _start_metrics(self) -> None:
+        """Bind the metrics port unless ``allow_metrics`` is false: then no
+        socket and no collector exist, and readiness waits for nothing here.
+        The log line says when metrics are off or reachable from this device
+        only (``tests/daemon_process.py`` reads it)."""
+        settings = self.settings
+        if not settings.allow_metrics:
+            log.info("Metrics service off (allow_metrics false): no metrics port bound")
+            return
+        address = settings.resolved_metrics_address
+        self.metrics = MetricsServer(
+            MetricsCollector(
+                self.dataplane,
+                getattr(self, "telemetry", None),
+                self.streams,
+                self.mqtt,
+                self.bus,
+                gpu=settings.allow_gpu_metrics,
+                cpu=settings.allow_cpu_metrics,
+            ),
+            address,
+            settings.metrics_port,
+        )
+        port = self.metrics.start()
+        if _is_loopback(address):
+            log.info(
+                "Metrics service listening on %s:%d "
+                "(loopback only: not reachable from other machines)",
+                address,
+                port,
+            )
+        else:
+            log.info("Metrics service listening on %s:%d", address, port)
+
     def run(self) -> int:
         settings = self.settings
         if self.mqtt is not None:
@@ -192,19 +228,7 @@ class Daemon:
                 settings.mqtt.resolved_spool_path,
             )
         self.telemetry.start()
-        self.metrics = MetricsServer(
-            MetricsCollector(
-                self.dataplane,
-                getattr(self, "telemetry", None),
-                self.streams,
-                self.mqtt,
-                self.bus,
-            ),
-            settings.host,
-            settings.metrics_port,
-        )
-        metrics_port = self.metrics.start()
-        log.info("Metrics service listening on %s:%d", settings.host, metrics_port)
+        self._start_metrics()
         port = self.http.start()
         log.info("HTTP service listening on %s:%d", settings.host, port)
         log.info("HTTP access: %s", self.access.describe())
@@ -430,6 +454,16 @@ def run_daemon(settings: Settings, reread: Callable[[], Settings] | None = None)
     signal.signal(signal.SIGINT, daemon.request_stop)
     signal.signal(signal.SIGHUP, daemon.request_reload)
     return daemon.run()
+
+
+def _is_loopback(address: str) -> bool:
+    """True for ``localhost`` and loopback IPs (``127.0.0.0/8``, ``::1``)."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 def _binary_part_offset(headers: dict[str, str]) -> int:

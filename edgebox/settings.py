@@ -234,6 +234,24 @@ class Settings:
     metrics_port: int = 8002
     """Prometheus metrics port (``GET /metrics``, Triton's names where Triton
     has the metric); 0 picks a free port and logs it."""
+    allow_metrics: bool = True
+    """Serve Prometheus metrics at all (Triton's ``--allow-metrics``). false:
+    no metrics port is bound and nothing is built for a scrape; the dashboard
+    and MQTT read their own sources and keep working. The endpoint has no
+    access control, so an appliance on a shared LAN may want it off, or on
+    loopback through ``metrics_address``."""
+    metrics_address: str = ""
+    """Address the metrics port binds (Triton's ``--metrics-address``); empty:
+    the same as ``host``. ``127.0.0.1`` keeps metrics on the device (for a
+    local agent) while inference stays on the LAN."""
+    allow_gpu_metrics: bool = True
+    """Export Triton's ``nv_gpu_*`` families (Triton's ``--allow-gpu-metrics``;
+    ignored unless ``allow_metrics``). The telemetry behind them is still
+    sampled for the dashboard and MQTT."""
+    allow_cpu_metrics: bool = True
+    """Export Triton's ``nv_cpu_*`` families (Triton's ``--allow-cpu-metrics``;
+    ignored unless ``allow_metrics``); edgebox's own telemetry families
+    (temperatures, power rails, engines) stay."""
     grpc_thread_count: int = 32
     """Threads doing gRPC requests' work (decoding, the model call, encoding):
     a request holds one from the moment it has fully arrived until its answer
@@ -324,6 +342,11 @@ class Settings:
     @property
     def sources(self) -> dict[str, str]:
         return dict(getattr(self, "_sources", {}))
+
+    @property
+    def resolved_metrics_address(self) -> str:
+        """The address the metrics port binds: ``metrics_address``, else ``host``."""
+        return self.metrics_address or self.host
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
@@ -729,7 +752,9 @@ def _validate(
     if settings.grpc_port and settings.grpc_port == settings.http_port:
         fail("grpc_port", f"must differ from http_port, both are {settings.grpc_port}", "http_port")
     dashboard = settings.dashboard
-    others = (settings.http_port, settings.grpc_port, settings.metrics_port)
+    others = (settings.http_port, settings.grpc_port)
+    if settings.allow_metrics:
+        others += (settings.metrics_port,)
     if dashboard.enabled and dashboard.port and dashboard.port in others:
         fail(
             "dashboard.port",

@@ -19,6 +19,7 @@ from pathlib import Path
 _LISTENING = re.compile(r"HTTP service listening on [^\s:]+:(\d+)")
 _GRPC_LISTENING = re.compile(r"GRPC service listening on [^\s:]+:(\d+)")
 _METRICS_LISTENING = re.compile(r"Metrics service listening on [^\s:]+:(\d+)")
+_METRICS_OFF = re.compile(r"Metrics service off\b")
 _DASHBOARD_LISTENING = re.compile(r"Dashboard listening on [^\s:]+:(\d+)")
 
 
@@ -121,13 +122,10 @@ class DaemonProcess:
                 what=f"the daemon to listen for gRPC ({self.log_path})",
             )
         )
-        self.metrics_port = int(
-            wait_for(
-                lambda: self._bound_port(_METRICS_LISTENING),
-                30,
-                what=f"the daemon to serve metrics ({self.log_path})",
-            )
+        metrics = wait_for(
+            self._metrics_port, 30, what=f"the daemon to serve metrics ({self.log_path})"
         )
+        self.metrics_port = 0 if metrics == "off" else int(metrics)
         if wait_ready:
             wait_for(self.is_ready, 60, what="/v2/health/ready")
         return self
@@ -142,6 +140,14 @@ class DaemonProcess:
             raise AssertionError(f"daemon exited with {self.process.returncode}:\n{self.log()}")
         match = pattern.search(self.log())
         return int(match.group(1)) if match else None
+
+    def _metrics_port(self) -> int | str | None:
+        """The bound metrics port, or "off" for a daemon started with
+        ``--allow-metrics false`` (``metrics_port`` then stays 0)."""
+        port = self._bound_port(_METRICS_LISTENING)
+        if port is None and _METRICS_OFF.search(self.log()):
+            return "off"
+        return port
 
     def is_ready(self) -> bool:
         if self.process.poll() is not None:

@@ -143,8 +143,14 @@ class MetricsCollector:
         mqtt: MqttSource | None = None,
         bus: EventBus | None = None,
         custom: CustomMetricRegistry | None = custom_metrics.registry,
+        gpu: bool = True,
+        cpu: bool = True,
     ) -> None:
+        """``gpu`` / ``cpu`` false leave the ``nv_gpu_*`` / ``nv_cpu_*``
+        families out (``allow_gpu_metrics`` / ``allow_cpu_metrics``)."""
         self._dataplane = dataplane
+        self._gpu = gpu
+        self._cpu = cpu
         self._custom = custom
         self._telemetry = telemetry
         self._streams = streams
@@ -239,7 +245,7 @@ class MetricsCollector:
     def _telemetry_gauges(self) -> Iterator[Metric]:
         sample = self._telemetry.latest()
         if sample is not None:
-            yield from telemetry_families(sample)
+            yield from telemetry_families(sample, gpu=self._gpu, cpu=self._cpu)
 
     def _stream_metrics(self) -> Iterator[Metric]:
         statuses = self._streams.status()

@@ -26,6 +26,8 @@ class MetricsServer:
     server's own threads and only read (see ``MetricsCollector``)."""
 
     def __init__(self, collector: MetricsCollector, host: str, port: int) -> None:
+        self.port = 0
+        """The bound port once started (the free one picked for port 0)."""
         self.registry = CollectorRegistry()
         self.registry.register(collector)
         self._port = WsgiPort(
@@ -40,7 +42,8 @@ class MetricsServer:
     def start(self) -> int:
         """Bind and serve; the bound port (the free one picked for port 0).
         A port in use raises ``OSError``, as HTTP and gRPC do."""
-        return self._port.start()
+        self.port = self._port.start()
+        return self.port
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop accepting and close the socket, so the port is free at once."""

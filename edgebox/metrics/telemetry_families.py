@@ -22,26 +22,16 @@ INTEGRATED_GPU_UUID = "integrated"
 """The ``gpu_uuid`` label of a Jetson's iGPU, stable across boots and devices."""
 
 
-def telemetry_families(sample: TelemetrySample) -> Iterator[Metric]:
+def telemetry_families(
+    sample: TelemetrySample, gpu: bool = True, cpu: bool = True
+) -> Iterator[Metric]:
     """Every family the sample has figures for (empty ones are dropped by the
-    collector)."""
-    yield from _gpu_gauges(sample)
-    if sample.cpu_pct is not None:
-        yield GaugeMetricFamily(
-            "nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]", sample.cpu_pct / 100
-        )
-    if sample.memory_total_bytes is not None:
-        yield GaugeMetricFamily(
-            "nv_cpu_memory_total_bytes",
-            "CPU total memory (RAM), in bytes",
-            sample.memory_total_bytes,
-        )
-    if sample.memory_used_bytes is not None:
-        yield GaugeMetricFamily(
-            "nv_cpu_memory_used_bytes",
-            "CPU used memory (RAM), in bytes",
-            sample.memory_used_bytes,
-        )
+    collector); ``gpu`` / ``cpu`` false leave out the ``nv_gpu_*`` /
+    ``nv_cpu_*`` ones (Triton's ``--allow-gpu-metrics`` / ``--allow-cpu-metrics``)."""
+    if gpu:
+        yield from _gpu_gauges(sample)
+    if cpu:
+        yield from _cpu_gauges(sample)
     temperatures = GaugeMetricFamily(
         "edgebox_temperature_celsius", "Temperature per thermal zone", labels=["zone"]
     )
@@ -80,6 +70,25 @@ def telemetry_families(sample: TelemetrySample) -> Iterator[Metric]:
             "edgebox_emc_utilization",
             "External memory controller utilization rate [0.0 - 1.0]",
             sample.emc_pct / 100,
+        )
+
+
+def _cpu_gauges(sample: TelemetrySample) -> Iterator[Metric]:
+    if sample.cpu_pct is not None:
+        yield GaugeMetricFamily(
+            "nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]", sample.cpu_pct / 100
+        )
+    if sample.memory_total_bytes is not None:
+        yield GaugeMetricFamily(
+            "nv_cpu_memory_total_bytes",
+            "CPU total memory (RAM), in bytes",
+            sample.memory_total_bytes,
+        )
+    if sample.memory_used_bytes is not None:
+        yield GaugeMetricFamily(
+            "nv_cpu_memory_used_bytes",
+            "CPU used memory (RAM), in bytes",
+            sample.memory_used_bytes,
         )
 
 
