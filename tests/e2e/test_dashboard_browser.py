@@ -95,6 +95,15 @@ def texts(driver, selector: str) -> list[str]:
         return []
 
 
+def body_attribute(driver, name: str) -> str | None:
+    """An attribute of the page's body; None while a navigation replaces the
+    page under us (the login form's submit lands on another page)."""
+    try:
+        return driver.find_element(By.TAG_NAME, "body").get_attribute(name)
+    except StaleElementReferenceException:
+        return None
+
+
 def chart_points(driver, chart_id: str) -> int:
     value = driver.find_element(By.CSS_SELECTOR, f"#{chart_id} .chart").get_attribute("data-points")
     return int(value or 0)
@@ -258,7 +267,7 @@ def test_logged_in_unload_button_changes_the_state_shown(daemon, anonymous):
     browser.find_element(By.ID, "password").send_keys(PASSWORD)
     browser.find_element(By.ID, "login-submit").click()
     wait_for(
-        lambda: browser.find_element(By.TAG_NAME, "body").get_attribute("data-logged-in") == "true",
+        lambda: body_attribute(browser, "data-logged-in") == "true",
         10,
         what="the page after logging in",
     )
