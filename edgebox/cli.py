@@ -8,24 +8,31 @@ Flags take Triton's names where Triton has the flag (``--model-repository``,
 ``--exit-timeout-secs``, ``--http-restricted-api``, ``--grpc-restricted-protocol``,
 ``--allow-metrics``, ``--metrics-address``, ``--allow-gpu-metrics``,
 ``--allow-cpu-metrics``),
-so a tritonserver command line mostly carries over. Every field of a settings
-section has a flag made from its names (``--mqtt-url``, ``--mqtt-qos``).
+so a tritonserver command line mostly carries over. Every top-level setting
+has a flag made from its field in ``Settings`` (``http_port`` -> ``--http-port``,
+help from its docstring; see ``add_setting_flags``), and every field of a
+settings section one made from its names (``--mqtt-url``, ``--mqtt-qos``): a new
+setting gets its flag, ``EDGEBOX_*`` variable and YAML key from its declaration.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
+import inspect
 import logging
 import os
+import re
 import sys
-from collections.abc import Callable
+import textwrap
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from edgebox import __version__
 from edgebox.errors import EdgeboxError
 from edgebox.settings import (
-    CONTROL_MODES,
     SECTIONS,
     Settings,
     SettingsError,
@@ -48,161 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the daemon")
-    keep = argparse.SUPPRESS
     serve.add_argument(
         "--config",
         type=Path,
         default=None,
         help="YAML settings file (default: /etc/edgebox/edgebox.yaml if present)",
     )
-    serve.add_argument("--model-repository", default=keep, help="model repository folder")
-    serve.add_argument(
-        "--model-control-mode",
-        choices=CONTROL_MODES,
-        default=keep,
-        help="none, poll or explicit (as in Triton)",
-    )
-    serve.add_argument(
-        "--repository-poll-secs", default=keep, help="seconds between repository scans in poll mode"
-    )
-    serve.add_argument(
-        "--load-model",
-        action="append",
-        default=keep,
-        help="model to load at start in explicit mode (repeatable; '*' = all)",
-    )
-    serve.add_argument("--host", default=keep, help="address to bind (default 0.0.0.0)")
-    serve.add_argument(
-        "--server-name",
-        default=keep,
-        help="name in server metadata (default edgebox; 'triton' for clients that check it)",
-    )
-    serve.add_argument(
-        "--http-port", default=keep, help="HTTP port (default 8000; 0 = any free port)"
-    )
-    serve.add_argument(
-        "--http-max-connections", default=keep, help="open HTTP connections at once (1024)"
-    )
-    serve.add_argument(
-        "--http-max-connections-per-client",
-        default=keep,
-        help="open HTTP connections from one client address (64)",
-    )
-    serve.add_argument(
-        "--http-thread-count", default=keep, help="threads answering HTTP requests (32)"
-    )
-    serve.add_argument(
-        "--http-max-body-bytes-in-flight",
-        default=keep,
-        help="request body bytes held at once across connections (0: 4 x max request bytes)",
-    )
-    serve.add_argument(
-        "--http-min-transfer-bytes-per-s",
-        default=keep,
-        help="slowest request body upload or response download accepted (65536)",
-    )
-    serve.add_argument(
-        "--grpc-port", default=keep, help="gRPC port (default 8001; 0 = any free port)"
-    )
-    serve.add_argument(
-        "--metrics-port",
-        default=keep,
-        help="Prometheus metrics port, GET /metrics (default 8002; 0 = any free port)",
-    )
-    serve.add_argument(
-        "--allow-metrics",
-        default=keep,
-        help="false: bind no metrics port at all (default true)",
-    )
-    serve.add_argument(
-        "--metrics-address",
-        default=keep,
-        help="address the metrics port binds (default: --host; 127.0.0.1 = this device only)",
-    )
-    serve.add_argument(
-        "--allow-gpu-metrics", default=keep, help="false: leave nv_gpu_* out of /metrics"
-    )
-    serve.add_argument(
-        "--allow-cpu-metrics", default=keep, help="false: leave nv_cpu_* out of /metrics"
-    )
-    serve.add_argument(
-        "--grpc-thread-count", default=keep, help="threads doing gRPC requests' work (32)"
-    )
-    serve.add_argument(
-        "--grpc-max-concurrent-streams",
-        default=keep,
-        help="calls one gRPC connection may have open at once (128)",
-    )
-    serve.add_argument(
-        "--shared-memory-max-bytes",
-        default=keep,
-        help="system shared memory bytes clients may register in all (default 1 GiB)",
-    )
-    serve.add_argument(
-        "--shared-memory-max-regions",
-        default=keep,
-        help="system shared memory regions clients may register at once (64)",
-    )
-    serve.add_argument(
-        "--max-request-bytes",
-        default=keep,
-        help="largest HTTP request body or gRPC message accepted (default 64 MiB)",
-    )
-    serve.add_argument(
-        "--strict-readiness", default=keep, help="true: ready only while every model is ready"
-    )
-    serve.add_argument(
-        "--exit-timeout-secs", default=keep, help="how long shutdown waits for in-flight requests"
-    )
-    serve.add_argument(
-        "--log-verbose", default=keep, help="0 = state changes and problems, 1 = debug"
-    )
-    serve.add_argument(
-        "--max-warmup-requests", default=keep, help="most warm-up requests per version (1000)"
-    )
-    serve.add_argument(
-        "--max-instances-per-model", default=keep, help="most instances per version (16)"
-    )
-    serve.add_argument(
-        "--max-instances-total", default=keep, help="most instances across all models (64)"
-    )
-    serve.add_argument(
-        "--max-threads-per-instance",
-        default=keep,
-        help="most ONNX Runtime threads per instance (default: the CPU cores)",
-    )
-    serve.add_argument(
-        "--python-isolation",
-        default=keep,
-        help="where python models run unless their config says: in_process (default) or process",
-    )
-    serve.add_argument(
-        "--python-memory-limit-mb",
-        default=keep,
-        help="memory cap of each isolated python model process in MB (2048; 0 = none)",
-    )
-    serve.add_argument(
-        "--http-restricted-api",
-        action="append",
-        default=keep,
-        metavar="API[,API...]:KEY=VALUE",
-        help="as in Triton: these HTTP APIs need header KEY: VALUE (repeatable)",
-    )
-    serve.add_argument(
-        "--grpc-restricted-protocol",
-        action="append",
-        default=keep,
-        metavar="API[,API...]:KEY=VALUE",
-        help="as in Triton: these gRPC APIs need metadata triton-grpc-protocol-KEY: VALUE "
-        "(repeatable)",
-    )
-    serve.add_argument(
-        "--api-key-file",
-        default=keep,
-        metavar="FILE",
-        help="key that lets non-loopback clients use model-repository, shared-memory, "
-        "trace and logging (header edgebox-api-key)",
-    )
+    add_setting_flags(serve, Settings, _SERVE_SPECIAL_FLAGS)
     _add_section_flags(serve)
 
     check = commands.add_parser(
@@ -322,6 +181,106 @@ def build_parser() -> argparse.ArgumentParser:
         "--workspace", default=None, metavar="MB", help="builder workspace limit in MiB"
     )
     return parser
+
+
+_SERVE_SPECIAL_FLAGS: dict[str, dict[str, Any]] = {
+    "load_model": {
+        "action": "append",
+        "help": "model to load at start in explicit mode (repeatable; '*' = all)",
+    },
+    "http_restricted_api": {
+        "action": "append",
+        "metavar": "API[,API...]:KEY=VALUE",
+        "help": "as in Triton: these HTTP APIs need header KEY: VALUE (repeatable)",
+    },
+    "grpc_restricted_protocol": {
+        "action": "append",
+        "metavar": "API[,API...]:KEY=VALUE",
+        "help": "as in Triton: these gRPC APIs need metadata triton-grpc-protocol-KEY: VALUE "
+        "(repeatable)",
+    },
+}
+"""Settings whose flag is repeatable (each use adds one item), so not made
+from the field alone."""
+
+_SCALAR_KINDS = ("str", "int", "float", "bool", "Path", "Path | None")
+
+
+def add_setting_flags(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    special: Mapping[str, dict[str, Any]] | None = None,
+) -> None:
+    """``--<field-name>`` (``_`` as ``-``, dest the field's name) for every
+    scalar field of the settings dataclass ``cls``, in field order; a field
+    named in ``special`` gets those ``add_argument`` keywords instead, and
+    sections and lists (any other type) get none here.
+
+    The value stays the text given: ``load_settings`` reads it by the field's
+    type like an ``EDGEBOX_*`` variable, so a bad value is a settings problem
+    naming the flag (exit 78), and a bool takes Triton's ``true``/``false``
+    (or ``1``/``0``, ``yes``/``no``, ``on``/``off``). The flag's default is
+    "not given" (``SUPPRESS``), so only flags the user gave reach the layers.
+    The help is the field's ``metadata["help"]``, else the first sentence of
+    its docstring, then its default; ``metadata["choices"]`` and
+    ``metadata["metavar"]`` pass through to argparse."""
+    docs = _field_docs(cls)
+    special = special or {}
+    for field in dataclasses.fields(cls):
+        flag = "--" + field.name.replace("_", "-")
+        if field.name in special:
+            parser.add_argument(flag, default=argparse.SUPPRESS, **special[field.name])
+            continue
+        kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
+        if kind not in _SCALAR_KINDS:
+            continue
+        text = field.metadata.get("help") or _first_sentence(docs.get(field.name, field.name))
+        extra = {
+            key: field.metadata[key] for key in ("choices", "metavar") if key in field.metadata
+        }
+        parser.add_argument(
+            flag,
+            default=argparse.SUPPRESS,
+            help=f"{text} (default: {_shown(field.default)})".replace("%", "%%"),
+            **extra,
+        )
+
+
+def _shown(default: Any) -> str:
+    """A default as a user would type it: ``true``, ``none``, ``empty``."""
+    if isinstance(default, bool):
+        return str(default).lower()
+    return "none" if default is None else "empty" if default == "" else str(default)
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """Each field's docstring (the string under its line in the class body),
+    read from the source; empty when the source is not installed, and the
+    flags' help falls back to the field names."""
+    try:
+        source = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    body = ast.parse(source).body[0]
+    if not isinstance(body, ast.ClassDef):
+        return {}
+    docs = {}
+    for node, after in zip(body.body, body.body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = after.value.value
+    return docs
+
+
+def _first_sentence(doc: str) -> str:
+    text = " ".join(doc.split()).replace("``", "")
+    match = re.match(r"(.+?[.!?])(?:\s|$)", text)
+    return match.group(1) if match else text
 
 
 def _add_section_flags(serve: argparse.ArgumentParser) -> None:

@@ -180,7 +180,10 @@ class StreamSettings:
 class Settings:
     model_repository: Path = Path("/var/lib/edgebox/models")
     """The Triton-style model repository to serve."""
-    model_control_mode: str = "poll"
+    model_control_mode: str = dataclasses.field(
+        default="poll",
+        metadata={"choices": CONTROL_MODES, "help": "none, poll or explicit (as in Triton)"},
+    )
     """``poll`` (the appliance default; Triton's is ``none``): load everything at
     start and follow changes on disk; ``none``: load everything once;
     ``explicit``: load only ``load_model`` and what the repository API asks for."""
@@ -331,7 +334,7 @@ class Settings:
     """Triton's ``--grpc-restricted-protocol`` groups, same form and API names:
     a call to a listed API needs metadata ``triton-grpc-protocol-KEY`` holding
     VALUE (gRPC metadata keys are lower case, so KEY should be too)."""
-    api_key_file: Path | None = None
+    api_key_file: Path | None = dataclasses.field(default=None, metadata={"metavar": "FILE"})
     """A file holding the appliance's API key (one line, at least 16 printable
     characters; not readable by every user). Without it, model-repository,
     shared-memory, trace and logging are served to loopback clients only (a

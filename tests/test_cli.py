@@ -8,6 +8,8 @@ as a user would run them; the rest call ``cli.main`` in-process.
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import os
 import socket
 import subprocess
@@ -18,7 +20,8 @@ import pytest
 
 from edgebox import __version__
 from edgebox import settings as settings_module
-from edgebox.cli import EXIT_CONFIG, EXIT_OK, EXIT_PROBLEMS, main
+from edgebox.cli import EXIT_CONFIG, EXIT_OK, EXIT_PROBLEMS, add_setting_flags, build_parser, main
+from edgebox.settings import SECTIONS, Settings, load_settings
 from model_fixtures import ADD_SUB_CONFIG, REPO_ROOT, add_add_sub, write_model
 from scripts.onnx_builders import build_add_sub
 
@@ -216,6 +219,85 @@ def test_serve_has_a_flag_for_each_mqtt_setting(
     assert capsys.readouterr().err == (
         "edgebox: setting 'mqtt.max_inflight' from --mqtt-max-inflight: expected 1..1000, got 0\n"
     )
+
+
+def _serve_flags(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    serve = commands.choices["serve"]
+    return {option: action for action in serve._actions for option in action.option_strings}
+
+
+def test_serve_has_a_flag_for_every_top_level_setting() -> None:
+    flags = _serve_flags(build_parser())
+    lists = {"streams"}  # a list of mappings: YAML or EDGEBOX_STREAMS only
+    missing = []
+    for field in dataclasses.fields(Settings):
+        if field.name in SECTIONS or field.name in lists:
+            continue
+        action = flags.get("--" + field.name.replace("_", "-"))
+        if action is None or action.dest != field.name or action.default != argparse.SUPPRESS:
+            missing.append(field.name)
+    assert missing == []
+
+
+@dataclasses.dataclass(frozen=True)
+class _NewSettings:
+    frob_limit: int = 3
+    """Most frobs at once. A second sentence the flag's help leaves out."""
+    frob_safe: bool = True
+    """Whether frobs are safe (as in 100%); false: they are not."""
+    frob_mode: str = dataclasses.field(
+        default="quick", metadata={"choices": ("quick", "slow"), "help": "quick or slow"}
+    )
+    """How frobs go; the help in the metadata wins over this one."""
+    frob_file: Path | None = dataclasses.field(default=None, metadata={"metavar": "FILE"})
+    """A file of frobs."""
+
+
+def test_a_new_setting_gets_its_flag_from_its_field_alone() -> None:
+    parser = argparse.ArgumentParser()
+    add_setting_flags(parser, _NewSettings)
+    flags = {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}
+    assert [a.option_strings for a in flags.values()] == [
+        ["--frob-limit"],
+        ["--frob-safe"],
+        ["--frob-mode"],
+        ["--frob-file"],
+    ]
+    assert flags["frob_limit"].help == "Most frobs at once. (default: 3)"
+    assert (
+        flags["frob_safe"].help
+        == "Whether frobs are safe (as in 100%%); false: they are not. (default: true)"
+    )
+    assert flags["frob_mode"].help == "quick or slow (default: quick)"
+    assert flags["frob_mode"].choices == ("quick", "slow")
+    assert flags["frob_file"].metavar == "FILE"
+    assert flags["frob_file"].help == "A file of frobs. (default: none)"
+    # Values stay text, read by load_settings, so a bad one is a settings problem (exit 78).
+    args = parser.parse_args(["--frob-limit", "x", "--frob-safe", "no", "--frob-mode", "slow"])
+    assert vars(args) == {"frob_limit": "x", "frob_safe": "no", "frob_mode": "slow"}
+    parser.format_help()
+
+
+def test_serve_takes_a_bool_setting_as_true_or_false_text(
+    no_settings_from_the_host: None,
+) -> None:
+    args = build_parser().parse_args(
+        ["serve", "--allow-metrics", "false", "--strict-readiness", "yes"]
+    )
+    flags = {k: v for k, v in vars(args).items() if k not in ("command", "config")}
+    assert flags == {"allow_metrics": "false", "strict_readiness": "yes"}
+    settings = load_settings(flags)
+    assert (settings.allow_metrics, settings.strict_readiness) == (False, True)
+    assert settings.sources["allow_metrics"] == "--allow-metrics"
+
+
+def test_serve_help_comes_from_each_setting_docstring(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "HTTP port (KServe v2); 0 picks a free port and logs it. (default: 8000)" in help_text
+    assert "--model-control-mode {none,poll,explicit}" in help_text
 
 
 def test_serve_with_a_bad_environment_variable_exits_with_config_status(
