@@ -193,7 +193,13 @@ class Settings:
     """Models to load at start in explicit mode; ``*`` means all."""
     host: str = "0.0.0.0"
     """Address the HTTP and gRPC services bind."""
-    server_name: str = "edgebox"
+    server_name: str = dataclasses.field(
+        default="edgebox",
+        metadata={
+            "help": "name in server metadata (GET /v2, gRPC ServerMetadata); "
+            "'triton' for clients that check it"
+        },
+    )
     """The ``name`` in server metadata (``GET /v2``, gRPC ``ServerMetadata``).
     Clients written for Triton that check ``name == "triton"`` (NVIDIA's own
     examples do) need ``triton`` here; the default says which server answers."""
@@ -243,7 +249,13 @@ class Settings:
     and MQTT read their own sources and keep working. The endpoint has no
     access control, so an appliance on a shared LAN may want it off, or on
     loopback through ``metrics_address``."""
-    metrics_address: str = ""
+    metrics_address: str = dataclasses.field(
+        default="",
+        metadata={
+            "help": "address the metrics port binds (empty: host); "
+            "127.0.0.1 = this device only"
+        },
+    )
     """Address the metrics port binds (Triton's ``--metrics-address``); empty:
     the same as ``host``. ``127.0.0.1`` keeps metrics on the device (for a
     local agent) while inference stays on the LAN."""
@@ -334,7 +346,14 @@ class Settings:
     """Triton's ``--grpc-restricted-protocol`` groups, same form and API names:
     a call to a listed API needs metadata ``triton-grpc-protocol-KEY`` holding
     VALUE (gRPC metadata keys are lower case, so KEY should be too)."""
-    api_key_file: Path | None = dataclasses.field(default=None, metadata={"metavar": "FILE"})
+    api_key_file: Path | None = dataclasses.field(
+        default=None,
+        metadata={
+            "metavar": "FILE",
+            "help": "key that lets non-loopback clients use model-repository, shared-memory, "
+            "trace and logging (header edgebox-api-key)",
+        },
+    )
     """A file holding the appliance's API key (one line, at least 16 printable
     characters; not readable by every user). Without it, model-repository,
     shared-memory, trace and logging are served to loopback clients only (a
