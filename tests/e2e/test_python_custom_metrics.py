@@ -1,12 +1,14 @@
 """A real daemon exports a python model's custom metrics
 (``pb_utils.MetricFamily``) on ``GET /metrics`` with its own, counted per
-request sent with tritonclient, and drops them once the model is unloaded."""
+request sent with tritonclient, and drops them once the model is unloaded:
+in the daemon, and from an isolated model's two processes alike."""
 
 from __future__ import annotations
 
 import urllib.request
 
 import numpy as np
+import pytest
 import tritonclient.http as httpclient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -18,6 +20,10 @@ name: "counting"
 backend: "python"
 input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
+"""
+ISOLATED = """
+instance_group [ { count: 2 kind: KIND_CPU } ]
+parameters { key: "EDGEBOX_ISOLATION" value: { string_value: "process" } }
 """
 
 # In the shape of python_backend's examples/custom_metrics model.py.
@@ -68,9 +74,13 @@ def samples(families: dict, family: str) -> dict:
     }
 
 
-def test_custom_counter_and_histogram_show_on_the_metrics_endpoint(tmp_path, start_daemon):
+@pytest.mark.parametrize("isolated", [False, True], ids=["in_process", "isolated"])
+def test_custom_counter_and_histogram_show_on_the_metrics_endpoint(
+    tmp_path, start_daemon, isolated
+):
     repository = tmp_path / "repo"
-    write_model(repository, "counting", CONFIG, {"1/model.py": MODEL})
+    config = CONFIG + (ISOLATED if isolated else "")
+    write_model(repository, "counting", config, {"1/model.py": MODEL})
     daemon = start_daemon(repository, "--model-control-mode", "explicit", "--load-model", "*")
     with httpclient.InferenceServerClient(daemon.url) as client:
         for size in (1, 4, 16):
