@@ -31,6 +31,9 @@ WARMUP_SEQUENCE = _WarmupSequence()
 CorrelationId = int | str | _WarmupSequence
 
 _UINT64_LIMIT = 1 << 64
+MAX_STRING_ID_CHARS = 256
+"""A string correlation ID is kept while its sequence lives and echoed in
+refusals: a client's megabyte-long ID must not be."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,11 @@ def sequence_tag(request: InferRequest, model_name: str) -> SequenceTag:
         raise InvalidArgument(
             f"inference request to model '{model_name}': parameter 'sequence_id' must be an "
             f"unsigned 64-bit integer, got {correlation_id}"
+        )
+    if isinstance(correlation_id, str) and len(correlation_id) > MAX_STRING_ID_CHARS:
+        raise InvalidArgument(
+            f"inference request to model '{model_name}': parameter 'sequence_id' is a string of "
+            f"{len(correlation_id)} characters, more than the {MAX_STRING_ID_CHARS} allowed"
         )
     if correlation_id in (0, ""):
         raise InvalidArgument(

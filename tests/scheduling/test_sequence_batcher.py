@@ -444,3 +444,14 @@ def test_one_instance_never_runs_two_batches_at_once_and_each_sequence_keeps_its
     assert not overlaps
     assert sums == {sid: sum(range(30)) for sid in range(1, 7)}
     batcher.close()
+
+
+def test_an_overlong_string_id_is_refused_without_being_echoed(tmp_path):
+    batcher = batcher_for([FakeSequenceInstance()], tmp_path, corrid="TYPE_STRING")
+    text = refusal(batcher, seq("7" * 100_000, 1, start=True))
+    assert text == (
+        "inference request to model 'm': parameter 'sequence_id' is a string of 100000 "
+        "characters, more than the 256 allowed"
+    )
+    assert output(batcher.infer(seq("x" * 256, 1, start=True, end=True))) == 2
+    batcher.close()
