@@ -274,7 +274,24 @@ def _check_controls(control_inputs, input_names: set[str]) -> Iterator[Problem]:
             )
 
 
+MAX_SEQUENCE_SLOTS = 4096
+"""Sequence slots per instance (``direct``: max_batch_size; ``oldest``:
+max_candidate_sequences): the scheduler keeps a table of them, so a config
+asking for 2**31 must be refused, not allocated."""
+
+
 def _check_strategy(batching, max_batch_size: int) -> Iterator[Problem]:
+    if batching.HasField("oldest"):
+        field = "sequence_batching.oldest.max_candidate_sequences"
+        slots = batching.oldest.max_candidate_sequences or max_batch_size
+    else:
+        field, slots = "max_batch_size", max_batch_size
+    if slots > MAX_SEQUENCE_SLOTS:
+        yield (
+            field,
+            f"sequence batching keeps {slots} sequence slots per instance, more than the "
+            f"{MAX_SEQUENCE_SLOTS} edgebox allows",
+        )
     if batching.HasField("oldest"):
         oldest = batching.oldest
         where = "sequence_batching.oldest"

@@ -569,3 +569,22 @@ def test_a_sequence_rule_is_located_at_its_line_in_config_pbtxt(tmp_path: Path) 
         f"{path}:9:49: unexpected data type TYPE_FP32 for control CONTROL_SEQUENCE_CORRID. "
         "Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING"
     ]
+
+
+def test_more_sequence_slots_than_edgebox_keeps_are_refused_not_allocated() -> None:
+    huge = BASE.replace("max_batch_size: 4", "max_batch_size: 2147483647")
+    assert sequence_problems("direct { }", huge) == [
+        (
+            "max_batch_size",
+            "sequence batching keeps 2147483647 sequence slots per instance, more than the "
+            "4096 edgebox allows",
+        )
+    ]
+    assert sequence_problems("oldest { max_candidate_sequences: 5000 }") == [
+        (
+            "sequence_batching.oldest.max_candidate_sequences",
+            "sequence batching keeps 5000 sequence slots per instance, more than the "
+            "4096 edgebox allows",
+        )
+    ]
+    assert sequence_problems("oldest { max_candidate_sequences: 4096 }") == []
