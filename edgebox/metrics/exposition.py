@@ -16,6 +16,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+PATH = "/metrics"
+NOT_FOUND = b"not found: this port serves only /metrics\n"
 
 
 class TritonCounter(Metric):
@@ -49,10 +51,21 @@ def render(registry: CollectorRegistry) -> bytes:
 
 
 def wsgi_app(registry: CollectorRegistry):
-    """``GET`` any path: the registry rendered. Triton's port serves only this
-    format, so no OpenMetrics negotiation or compression is offered."""
+    """``GET /metrics`` (any query string, ignored as Triton ignores it): the
+    registry rendered; any other path is 404, so the port answers nothing but
+    metrics. Triton's port serves only this format, so no OpenMetrics
+    negotiation or compression is offered."""
 
     def app(environ, start_response):
+        if environ.get("PATH_INFO", "") != PATH:
+            start_response(
+                "404 Not Found",
+                [
+                    ("Content-Type", "text/plain; charset=utf-8"),
+                    ("Content-Length", str(len(NOT_FOUND))),
+                ],
+            )
+            return [b""] if environ.get("REQUEST_METHOD") == "HEAD" else [NOT_FOUND]
         if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
             start_response("405 Method Not Allowed", [("Allow", "GET, HEAD")])
             return [b""]

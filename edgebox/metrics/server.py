@@ -1,6 +1,6 @@
-"""``GET /metrics`` on a port of its own (``WsgiPort``: waitress, a few
-threads and a connection cap, as a LAN port needs), from a registry holding
-only edgebox's collector: not the library's global registry, so no process or
+"""``GET /metrics`` (any other path: 404) on a port of its own (``WsgiPort``:
+waitress, a few threads and a connection cap, as a LAN port needs), from a
+registry holding only edgebox's collector: not the library's global registry, so no process or
 platform collectors another import registered show up, and tests can run
 several. The text is ``exposition.render``'s: Triton's counters declared
 ``counter`` under their own names.

@@ -3,6 +3,7 @@ own port, and gives the port back when stopped."""
 
 from __future__ import annotations
 
+import http.client
 import socket
 import urllib.request
 
@@ -82,3 +83,33 @@ def test_triton_style_counters_are_declared_counter_under_their_own_names():
         "# TYPE probe_latency_ns counter",
         'probe_latency_ns{model="probe",version="1"} 5.0',
     ]
+
+
+@pytest.mark.parametrize(
+    "path", ["/etc/passwd", "/", "/metricsx", "/metrics/", "/v2/metrics", "/api/v1"]
+)
+def test_any_path_but_metrics_is_404(path):
+    server = MetricsServer(MetricsCollector(None, bus=EventBus()), "127.0.0.1", 0)
+    port = server.start()
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        connection.request("GET", path)
+        reply = connection.getresponse()
+        status, body = reply.status, reply.read()
+        connection.close()
+    finally:
+        server.stop()
+    assert (status, body) == (404, b"not found: this port serves only /metrics\n")
+
+
+@pytest.mark.parametrize("query", ["", "?name[]=edgebox_event_drops", "?format=prometheus"])
+def test_metrics_answers_with_any_query_string(query):
+    server = MetricsServer(MetricsCollector(None, bus=EventBus()), "127.0.0.1", 0)
+    port = server.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics{query}", timeout=5) as reply:
+            status, text = reply.status, reply.read().decode()
+    finally:
+        server.stop()
+    assert status == 200
+    assert "# TYPE edgebox_event_drops" in text
