@@ -9,6 +9,7 @@ from flask import Blueprint, Response, current_app, jsonify, redirect, render_te
 from werkzeug.security import check_password_hash
 
 from edgebox.dashboard.access import USER, password_fingerprint, renew_session
+from edgebox.dashboard.next_page import same_site_path
 from edgebox.dashboard.state import state
 
 auth = Blueprint("auth", __name__)
@@ -67,7 +68,4 @@ def _answer(status: int, message: str) -> Response:
 
 def _next_page() -> str:
     """Where to go after the login: a path on this site, never elsewhere."""
-    target = request.values.get("next", "/")
-    if not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return target
+    return same_site_path(request.values.get("next", "/"))

@@ -72,12 +72,26 @@ def test_right_password_logs_in_and_opens_the_api(make_app):
 
 
 def test_form_login_returns_to_the_page_asked_for_on_this_site_only(make_app):
-    client = make_app().test_client()
-    for asked, landed in (("/streams", "/streams"), ("//evil.example/", "/"), ("http://x/", "/")):
+    client = make_app(max_login_attempts_per_minute=100).test_client()
+    for asked, landed in (
+        ("/streams", "/streams"),
+        ("//evil.example/", "/"),
+        ("http://x/", "/"),
+        ("/\t/evil.example", "/"),  # next=/%09/evil.example in the form body
+        ("/\\evil.example", "/"),
+        ("/..//evil.example", "/"),
+        ("/streams\r\nSet-Cookie: a=b", "/streamsSet-Cookie:%20a=b"),
+    ):
         reply = client.post(
             "/login", data={"password": PASSWORD, "csrf_token": csrf(client), "next": asked}
         )
         assert (reply.status_code, reply.headers["Location"]) == (303, landed), asked
+
+
+def test_login_page_offers_only_a_path_on_this_site_as_next(make_app):
+    client = make_app().test_client()
+    assert client.get("/login?next=/%09/evil.example").data.endswith(b" next=/")
+    assert client.get("/login?next=/streams").data.endswith(b" next=/streams")
 
 
 def test_login_with_no_password_set_says_how_to_set_one(make_app):
