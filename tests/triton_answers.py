@@ -209,3 +209,19 @@ config ``GET .../config`` answers with. A plain load after a load with a
 config override is a no-op (no reload) that keeps the override while the
 model's files are unchanged; once a file changes (model.py or config.pbtxt)
 it reloads from the files; after an unload a plain load reads the files."""
+
+SHARED_MEMORY_OUTPUTS_HTTP = {
+    "model_name": "simple",
+    "model_version": "1",
+    "outputs": [
+        {"name": "OUTPUT0", "datatype": "INT32", "shape": [1, 16]},
+        {"name": "OUTPUT1", "datatype": "INT32", "shape": [1, 16]},
+    ],
+}
+"""``POST /v2/models/simple/infer`` (INT32 [16] add/sub, max_batch_size 8) with both
+outputs asked into registered system shared memory regions (``shared_memory_region``,
+``shared_memory_byte_size`` 64, with or without an offset), as perf_analyzer
+``--shared-memory system`` sends it: the whole answer, ``application/json``, no
+``parameters`` on the outputs (perf_analyzer's HTTP client reads any output
+``parameters`` as binary data and needs ``binary_data_size`` there). gRPC: the same
+outputs without parameters, and one empty ``raw_output_contents`` entry each."""

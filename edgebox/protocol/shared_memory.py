@@ -267,12 +267,14 @@ def tensor_location(where: str, parameters: dict) -> TensorLocation | None:
 
 def place_outputs(
     where: str, outputs: list, asked: dict[str, dict], regions: RegionLease | None
-) -> dict[str, dict]:
+) -> set[str]:
     """Write each output that ``asked`` (output name -> its request
-    parameters) places in shared memory into its region, and return, per such
-    output, the parameters its response entry carries instead of data. Every
-    size is checked before anything is written: an output that does not fit is
-    InvalidArgument naming its region, and no region is touched."""
+    parameters) places in shared memory into its region, and return the names
+    written. Their response entries carry no data and, as Triton's, no
+    parameters either: the HTTP client of perf_analyzer reads any output
+    ``parameters`` as binary data and fails without ``binary_data_size``.
+    Every size is checked before anything is written: an output that does not
+    fit is InvalidArgument naming its region, and no region is touched."""
     placed = []
     for tensor in outputs:
         at = f"{where}, output '{tensor.name}'"
@@ -289,13 +291,9 @@ def place_outputs(
                 f"'{location.region}' ({BYTE_SIZE} {location.byte_size})"
             )
         placed.append((tensor.name, location, data, size, regions.view(at, location, True)))
-    answers = {}
-    for name, location, data, size, view in placed:
+    for _, _, data, size, view in placed:
         view[:size] = _bytes_of(data)
-        answers[name] = {REGION: location.region, BYTE_SIZE: size}
-        if location.offset:
-            answers[name][OFFSET] = location.offset
-    return answers
+    return {name for name, *_ in placed}
 
 
 def _nbytes(data) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import threading
-import uuid
 
 import numpy as np
 import pytest
@@ -20,27 +19,6 @@ from edgebox.protocol.shared_memory import (
     tensor_location,
 )
 from edgebox.tensors import Tensor
-
-
-@pytest.fixture
-def shm_key():
-    """A factory of shm objects of a given size; returns tritonclient-style
-    keys ('/name') and removes the objects afterwards."""
-    made: list[str] = []
-
-    def make(size: int, fill: bytes = b"") -> str:
-        name = f"edgebox-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        path = f"/dev/shm/{name}"
-        with open(path, "wb") as handle:
-            handle.truncate(size)
-            handle.write(fill)
-        made.append(path)
-        return "/" + name
-
-    yield make
-    for path in made:
-        if os.path.exists(path):
-            os.unlink(path)
 
 
 def test_register_status_unregister(shm_key):
@@ -287,14 +265,7 @@ def test_outputs_are_written_only_when_every_one_fits(shm_key):
     asked["B"]["shared_memory_byte_size"] = 32
     with registry.lease() as lease:
         placed = place_outputs("m", [small, big], asked, lease)
-    assert placed == {
-        "S": {"shared_memory_region": "out", "shared_memory_byte_size": 8},
-        "B": {
-            "shared_memory_region": "out",
-            "shared_memory_byte_size": 32,
-            "shared_memory_offset": 8,
-        },
-    }
+    assert placed == {"S", "B"}
     with open(f"/dev/shm/{key[1:]}", "rb") as handle:
         content = handle.read()
     assert np.frombuffer(content[:8], np.int32).tolist() == [7, 8]

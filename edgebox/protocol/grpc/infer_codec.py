@@ -8,7 +8,7 @@ by ``tensor_codec`` as numpy views) or in each input's typed ``contents``
 ``raw_output_contents``, as Triton sends them. A tensor whose parameters name
 a ``shared_memory_region`` takes no ``raw_input_contents`` entry: an input is a
 read-only view of the registered region, an output is written into it and
-answered with its metadata, its shared-memory parameters and an empty
+answered, as Triton answers it, with its metadata alone and an empty
 ``raw_output_contents`` entry (so later entries keep their positions).
 Spec: https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/grpc_predict_v2.proto
 """
@@ -96,11 +96,10 @@ def encode_response(
     where = f"model '{response.model_name}' version {response.model_version}"
     placed = shared_memory.place_outputs(where, response.outputs, asked, regions)
     for tensor in response.outputs:
-        entry = message.outputs.add(
+        message.outputs.add(
             name=tensor.name, datatype=tensor.datatype, shape=list(tensor.data.shape)
         )
         if tensor.name in placed:
-            set_parameters(entry.parameters, placed[tensor.name])
             message.raw_output_contents.append(b"")
             continue
         data = tensor_codec.encode_tensor(tensor)

@@ -7,7 +7,8 @@ order the header lists them. Outputs go back binary when the request asks
 (``binary_data`` per output, or ``binary_data_output`` for all).
 Tensors whose parameters name a ``shared_memory_region`` are read from / written
 into that registered region instead (Triton's system shared memory extension):
-an input is a read-only view of the mapping, an output is listed without data.
+an input is a read-only view of the mapping, an output is listed without data
+or parameters, as Triton lists it.
 Spec: https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md#inference
 """
 
@@ -103,15 +104,15 @@ def encode_response(
             "datatype": tensor.datatype,
             "shape": list(tensor.data.shape),
         }
+        outputs.append(entry)
         if tensor.name in placed:
-            entry["parameters"] = placed[tensor.name]
-        elif asked.get(tensor.name, {}).get("binary_data", binary_default):
+            continue
+        if asked.get(tensor.name, {}).get("binary_data", binary_default):
             data = tensor_codec.encode_tensor(tensor)
             entry["parameters"] = {"binary_data_size": _nbytes(data)}
             buffers.append(data)
         else:
             entry["data"] = json_codec.encode_tensor(where, tensor)
-        outputs.append(entry)
     document: dict = {
         "model_name": response.model_name,
         "model_version": response.model_version,

@@ -12,7 +12,8 @@ from tritonclient.grpc import service_pb2 as pb
 
 from edgebox.errors import EdgeboxError, ErrorCode
 from edgebox.protocol.grpc.infer_codec import CONTENTS_FIELD, decode_request, encode_response
-from edgebox.tensors import DATATYPES, InferResponse, Tensor
+from edgebox.protocol.shared_memory import SharedMemoryRegistry
+from edgebox.tensors import DATATYPES, InferRequest, InferResponse, RequestedOutput, Tensor
 
 
 def request(*inputs: pb.ModelInferRequest.InferInputTensor, raw=(), **fields):
@@ -268,6 +269,28 @@ def test_response_outputs_travel_raw_in_order_with_their_shapes():
     assert message.raw_output_contents[2] == bytes_wire(b"ab", b"")
     assert message.parameters["sequence_end"].bool_param is True
     assert message.parameters["count"].int64_param == 2
+
+
+def test_shared_memory_outputs_carry_no_parameters_as_in_triton(shm_key):
+    registry = SharedMemoryRegistry()
+    registry.register("out", shm_key(128), 0, 128)
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+    response = InferResponse(
+        "simple", "1", [Tensor("OUTPUT0", "INT32", a + 1), Tensor("OUTPUT1", "INT32", a - 1)]
+    )
+    place = {"shared_memory_region": "out", "shared_memory_byte_size": 64}
+    asked = [
+        RequestedOutput("OUTPUT0", place),
+        RequestedOutput("OUTPUT1", {**place, "shared_memory_offset": 64}),
+    ]
+    with registry.lease() as lease:
+        message = encode_response(response, InferRequest("simple", [], outputs=asked), lease)
+    assert [(o.name, o.datatype, list(o.shape), dict(o.parameters)) for o in message.outputs] == [
+        ("OUTPUT0", "INT32", [1, 16], {}),
+        ("OUTPUT1", "INT32", [1, 16], {}),
+    ]
+    assert list(message.raw_output_contents) == [b"", b""]
+    registry.close()
 
 
 def test_non_contiguous_output_is_sent_row_major():

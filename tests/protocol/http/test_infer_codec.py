@@ -14,7 +14,9 @@ from edgebox.protocol import tensor_codec
 from edgebox.protocol.http import json_codec
 from edgebox.protocol.http.error_map import error_response
 from edgebox.protocol.http.infer_codec import HEADER_LENGTH, decode_request, encode_response
+from edgebox.protocol.shared_memory import SharedMemoryRegistry
 from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor, numpy_dtype
+from triton_answers import SHARED_MEMORY_OUTPUTS_HTTP
 
 MODEL = "m"
 
@@ -501,6 +503,36 @@ def test_bf16_and_bool_outputs_on_the_wire():
     document, binary = _split(encode_response(response, InferRequest("m", []), True))
     assert [o["parameters"]["binary_data_size"] for o in document["outputs"]] == [4, 2]
     assert binary == struct.pack("<HH", 0x3F80, 0xC000) + b"\x01\x00"
+
+
+def test_shared_memory_outputs_are_listed_as_triton_lists_them(shm_key):
+    """perf_analyzer --shared-memory system reads any output parameters as
+    binary data, so a parameter on them failed every one of its requests."""
+    registry = SharedMemoryRegistry()
+    registry.register("OUTPUT0", shm_key(64), 0, 64)
+    registry.register("OUTPUT1", shm_key(128), 0, 128)
+    a = np.arange(16, dtype=np.int32).reshape(1, 16)
+    response = InferResponse(
+        "simple", "1", [Tensor("OUTPUT0", "INT32", a + 1), Tensor("OUTPUT1", "INT32", a - 1)]
+    )
+    asked = [
+        ("OUTPUT0", {"shared_memory_region": "OUTPUT0", "shared_memory_byte_size": 64}),
+        (
+            "OUTPUT1",
+            {
+                "shared_memory_region": "OUTPUT1",
+                "shared_memory_offset": 64,
+                "shared_memory_byte_size": 64,
+            },
+        ),
+    ]
+    request = InferRequest("simple", [], outputs=[RequestedOutput(n, p) for n, p in asked])
+    for binary_default in (False, True):
+        with registry.lease() as lease:
+            http_response = encode_response(response, request, binary_default, lease)
+        assert http_response.content_type == "application/json"
+        assert _split(http_response) == (SHARED_MEMORY_OUTPUTS_HTTP, b"")
+    registry.close()
 
 
 # -- requests built to make parsing expensive ---------------------------------------------
