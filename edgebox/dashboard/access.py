@@ -8,9 +8,9 @@ answer (docs/dashboard.md, "Security").
   redirects to the login, the API answers 401.
 - The login page, the session endpoint and static files are always open.
 
-A session is logged in while it names the user and the fingerprint of the
-password hash it logged in with, so a new password (``edgebox passwd`` and a
-restart) ends every older session.
+Whether a session is logged in is ``SessionRules``' call (sessions.py): the
+password it logged in with, the epoch logout renews, its lifetime and idle
+timeout. Every request a logged-in session makes counts as activity.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from urllib.parse import quote
 
 from flask import Flask, Response, jsonify, redirect, request, session
 
-USER = "admin"
+from edgebox.dashboard.sessions import SessionRules
+from edgebox.dashboard.state import state
+
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FIELD = "csrf_token"
 OPEN_ENDPOINTS = ("auth.login_page", "auth.login", "auth.logout", "api.session", "static")
@@ -32,10 +34,7 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
-def install_access_rules(app: Flask, fingerprint: str | None, anonymous_read: bool) -> None:
-    """``fingerprint``: of the password hash (``password_fingerprint``), None
-    when no password is set (then nobody is ever logged in)."""
-
+def install_access_rules(app: Flask, sessions: SessionRules, anonymous_read: bool) -> None:
     @app.before_request
     def check_access() -> Response | None:
         if request.method == "POST" and not csrf_token_matches():
@@ -43,7 +42,8 @@ def install_access_rules(app: Flask, fingerprint: str | None, anonymous_read: bo
         endpoint = request.endpoint or ""
         if endpoint in OPEN_ENDPOINTS or not endpoint:
             return None
-        if logged_in(fingerprint):
+        if sessions.user(session) is not None:
+            sessions.touch(session)
             return None
         if request.method == "POST":
             return _refused(403, "this action needs a login: log in as 'admin' first")
@@ -69,16 +69,9 @@ def password_fingerprint(password_hash: str) -> str:
     return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
 
 
-def logged_in(fingerprint: str | None) -> bool:
-    return (
-        fingerprint is not None
-        and session.get("user") == USER
-        and hmac.compare_digest(str(session.get("pw", "")), fingerprint)
-    )
-
-
-def current_user(fingerprint: str | None) -> str | None:
-    return USER if logged_in(fingerprint) else None
+def current_user() -> str | None:
+    """Who this request's session is logged in as: ``admin`` or None."""
+    return state().sessions.user(session)
 
 
 def csrf_token() -> str:
@@ -89,13 +82,12 @@ def csrf_token() -> str:
     return token
 
 
-def renew_session(user: str | None, fingerprint: str | None) -> str:
+def renew_session(sessions: SessionRules, login: bool) -> str:
     """A fresh session (at login and logout): nothing carried over, a new
-    token; returns the token."""
+    token; a login of ``admin`` when ``login``. Returns the token."""
     session.clear()
-    if user is not None:
-        session["user"] = user
-        session["pw"] = fingerprint
+    if login:
+        sessions.begin(session)
     return csrf_token()
 
 

@@ -28,9 +28,9 @@ MAX_HISTORY_S = 86400
 def session() -> Response:
     current = state()
     return jsonify(
-        user=current_user(current.fingerprint),
+        user=current_user(),
         anonymous_read=current.settings.anonymous_read,
-        password_set=current.fingerprint is not None,
+        password_set=current.sessions.fingerprint is not None,
         control_mode=current.deps.control_mode,
         csrf_token=csrf_token(),
         edgebox_version=__version__,
@@ -102,7 +102,7 @@ def rollback(name: str) -> Response | tuple:
         return _error(status_of(exc), str(exc))
     log.warning(
         "dashboard: user '%s' rolled model '%s' back to version %s (moved to '.rolled-back': %s)",
-        _user(),
+        current_user(),
         name,
         version,
         ", ".join(map(str, moved)),
@@ -118,7 +118,7 @@ def restore(name: str) -> Response | tuple:
         return _error(status_of(exc), str(exc))
     log.warning(
         "dashboard: user '%s' restored model '%s' (moved back: %s)",
-        _user(),
+        current_user(),
         name,
         ", ".join(map(str, moved)),
     )
@@ -179,10 +179,6 @@ def _act(name: str, action: str, call) -> Response | tuple:
     except EdgeboxError as exc:
         return _error(status_of(exc), str(exc))
     return jsonify(model=name, action=action, state="ok")
-
-
-def _user() -> str | None:
-    return current_user(state().fingerprint)
 
 
 def _error(status: int, message: str) -> tuple:

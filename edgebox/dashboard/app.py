@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from edgebox.dashboard.frame_jpeg import FrameEncoder
 from edgebox.dashboard.login_limiter import LoginLimiter
 from edgebox.dashboard.pages import pages
 from edgebox.dashboard.session_key import load_or_create_session_key
+from edgebox.dashboard.sessions import SessionEpoch, SessionRules
 from edgebox.dashboard.settings import DashboardSettings
 from edgebox.dashboard.state import EXTENSION, DashboardState
 
@@ -56,10 +59,12 @@ def create_app(
     *,
     web_root: Path | None = None,
     session_key: bytes | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Flask:
     """The app; starts no thread (``DashboardServer`` starts the event ring's
     and serves it). ``session_key`` None: read from (or made in)
-    ``settings.resolved_session_key_path``."""
+    ``settings.resolved_session_key_path``; the session epoch is kept beside
+    it either way. ``clock``: the wall clock sessions are timed by."""
     root = web_root or find_web_root()
     app = Flask(
         "edgebox.dashboard",
@@ -72,10 +77,18 @@ def create_app(
         SESSION_COOKIE_NAME="edgebox_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Strict",
+        PERMANENT_SESSION_LIFETIME=timedelta(seconds=settings.session_lifetime_s),
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
     fingerprint = password_fingerprint(settings.password_hash) if settings.password_hash else None
+    sessions = SessionRules(
+        fingerprint,
+        SessionEpoch(settings.resolved_session_epoch_path),
+        settings.session_idle_timeout_s,
+        settings.session_lifetime_s,
+        clock,
+    )
     app.extensions[EXTENSION] = DashboardState(
         deps=deps,
         settings=settings,
@@ -83,9 +96,9 @@ def create_app(
         frames=FrameEncoder(deps.frames),
         logins=LoginLimiter(settings.max_login_attempts_per_minute),
         started_at=time.monotonic(),
-        fingerprint=fingerprint,
+        sessions=sessions,
     )
-    install_access_rules(app, fingerprint, settings.anonymous_read)
+    install_access_rules(app, sessions, settings.anonymous_read)
     app.register_blueprint(api)
     app.register_blueprint(pages)
     app.register_blueprint(auth)
@@ -95,7 +108,7 @@ def create_app(
         endpoint = request.endpoint or ""
         return {
             "page": "login" if endpoint.startswith("auth.") else endpoint.removeprefix("pages."),
-            "user": current_user(fingerprint),
+            "user": current_user(),
             "anonymous_read": settings.anonymous_read,
             "control_mode": deps.control_mode,
             "edgebox_version": __version__,

@@ -5,11 +5,21 @@ from __future__ import annotations
 
 import math
 
-from flask import Blueprint, Response, current_app, jsonify, redirect, render_template, request
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    session,
+)
 from werkzeug.security import check_password_hash
 
-from edgebox.dashboard.access import USER, password_fingerprint, renew_session
+from edgebox.dashboard.access import renew_session
 from edgebox.dashboard.next_page import same_site_path
+from edgebox.dashboard.sessions import USER
 from edgebox.dashboard.state import state
 
 auth = Blueprint("auth", __name__)
@@ -41,7 +51,7 @@ def login() -> Response | tuple:
     if user != USER or not check_password_hash(settings.password_hash, password):
         current_app.logger.warning("Dashboard: login refused from %s", request.remote_addr)
         return _answer(401, WRONG)
-    token = renew_session(USER, password_fingerprint(settings.password_hash))
+    token = renew_session(state().sessions, login=True)
     if request.is_json:
         return jsonify(user=USER, csrf_token=token)
     return redirect(_next_page(), code=303)
@@ -49,7 +59,13 @@ def login() -> Response | tuple:
 
 @auth.post("/logout")
 def logout() -> Response:
-    token = renew_session(None, None)
+    """Ends every session when this one is logged in (one user: logging out
+    in one browser logs out all); anyone else only gets a fresh session, so
+    a stranger cannot log the admin out."""
+    sessions = state().sessions
+    if sessions.user(session) is not None:
+        sessions.end_all()
+    token = renew_session(sessions, login=False)
     if request.is_json:
         return jsonify(user=None, csrf_token=token)
     return redirect("/", code=303)

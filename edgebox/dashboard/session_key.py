@@ -30,16 +30,22 @@ def load_or_create_session_key(path: Path) -> bytes:
         return _in_memory(path, exc)
     key = secrets.token_bytes(KEY_BYTES)
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(key)
-        os.replace(temporary, path)
+        write_private_file(path, key)
     except OSError as exc:
         return _in_memory(path, exc)
     log.info("Dashboard: made a new session key in '%s'", path)
     return key
+
+
+def write_private_file(path: Path, data: bytes) -> None:
+    """Replaces ``path`` atomically with ``data``, mode 0600 (missing folders
+    0700), so a reader never sees half a file; raises OSError."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+    os.replace(temporary, path)
 
 
 def _in_memory(path: Path, exc: OSError) -> bytes:

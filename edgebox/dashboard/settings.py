@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 DEFAULT_SESSION_KEY_PATH = Path("/var/lib/edgebox/dashboard/session.key")
+MAX_SESSION_LIFETIME_S = 31 * 86400
 HASH_METHODS = ("scrypt", "pbkdf2")
 """The werkzeug hash methods ``password_hash`` may use."""
 
@@ -35,7 +36,14 @@ class DashboardSettings:
     empty: nobody can log in."""
     session_key_path: Path | None = None
     """File holding the key that signs session cookies, made at first start
-    (mode 0600); none: ``/var/lib/edgebox/dashboard/session.key``."""
+    (mode 0600); none: ``/var/lib/edgebox/dashboard/session.key``. The
+    session epoch that logout renews is kept beside it (``.epoch`` in place
+    of its suffix)."""
+    session_idle_timeout_s: float = 1800.0
+    """A login ends after this many seconds without a request from it (an
+    open page polls, so it stays logged in up to ``session_lifetime_s``)."""
+    session_lifetime_s: float = 43200.0
+    """A login ends this many seconds after it was made, however busy."""
     max_login_attempts_per_minute: int = 5
     """Login attempts accepted from one client address in any 60 s; past it
     the answer is 429."""
@@ -43,6 +51,10 @@ class DashboardSettings:
     @property
     def resolved_session_key_path(self) -> Path:
         return self.session_key_path or DEFAULT_SESSION_KEY_PATH
+
+    @property
+    def resolved_session_epoch_path(self) -> Path:
+        return self.resolved_session_key_path.with_suffix(".epoch")
 
     def problems(self) -> Iterator[tuple[str, str]]:
         """Each ``(field, message)`` wrong with these settings."""
@@ -53,6 +65,18 @@ class DashboardSettings:
                 "password_hash",
                 "expected a hash written by 'edgebox passwd' (scrypt:... or pbkdf2:...), "
                 "not a password",
+            )
+        if not 0 < self.session_lifetime_s <= MAX_SESSION_LIFETIME_S:
+            yield (
+                "session_lifetime_s",
+                f"expected seconds in (0, {MAX_SESSION_LIFETIME_S}] (31 days), "
+                f"got {self.session_lifetime_s:g}",
+            )
+        elif not 0 < self.session_idle_timeout_s <= self.session_lifetime_s:
+            yield (
+                "session_idle_timeout_s",
+                f"expected seconds in (0, session_lifetime_s = {self.session_lifetime_s:g}], "
+                f"got {self.session_idle_timeout_s:g}",
             )
         if not 1 <= self.max_login_attempts_per_minute <= 1000:
             yield (

@@ -11,6 +11,7 @@ from edgebox.dashboard.deps import DashboardDeps
 from edgebox.dashboard.event_ring import EventRing
 from edgebox.dashboard.frame_jpeg import FrameEncoder
 from edgebox.dashboard.login_limiter import LoginLimiter
+from edgebox.dashboard.sessions import SessionRules
 from edgebox.dashboard.settings import DashboardSettings
 
 EXTENSION = "edgebox.dashboard"
@@ -26,8 +27,8 @@ class DashboardState:
     logins: LoginLimiter
     started_at: float
     """Monotonic time the app was made (the daemon's uptime)."""
-    fingerprint: str | None
-    """Of the password hash; None: no password set."""
+    sessions: SessionRules
+    """Who is logged in; its ``fingerprint`` is None when no password is set."""
 
 
 def state() -> DashboardState:

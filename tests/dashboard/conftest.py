@@ -4,6 +4,8 @@ driven by Flask's test client."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from dashboard_client import PASSWORD_HASH, dashboard_deps
 
@@ -27,16 +29,19 @@ def web_root(tmp_path_factory):
 
 
 @pytest.fixture
-def make_app(stack, web_root):
-    """``make_app(**settings, deps=...)``: an app over ``stack``; every event
-    ring it starts is stopped at teardown."""
+def make_app(stack, web_root, tmp_path_factory):
+    """``make_app(**settings, deps=..., clock=...)``: an app over ``stack``;
+    the apps of one test share a session key and epoch (as restarts of one
+    daemon do); every event ring started is stopped at teardown."""
     apps = []
+    state = tmp_path_factory.mktemp("state")
 
-    def make(deps: DashboardDeps | None = None, **fields):
+    def make(deps: DashboardDeps | None = None, clock=time.time, **fields):
         fields.setdefault("password_hash", PASSWORD_HASH)
+        fields.setdefault("session_key_path", state / "session.key")
         settings = DashboardSettings(**fields)
         deps = deps or dashboard_deps(stack)
-        app = create_app(deps, settings, web_root=web_root, session_key=b"k" * 32)
+        app = create_app(deps, settings, web_root=web_root, session_key=b"k" * 32, clock=clock)
         app.testing = True
         apps.append(app)
         return app

@@ -105,3 +105,54 @@ def test_dashboard_port_must_differ_from_the_metrics_port(tmp_path):
     assert str(caught.value).endswith(
         "must differ from http_port, grpc_port and metrics_port, got 9100"
     )
+
+
+def test_sessions_last_30_idle_minutes_and_12_hours_at_most_by_default(tmp_path):
+    settings = load(tmp_path).dashboard
+    assert (settings.session_idle_timeout_s, settings.session_lifetime_s) == (1800.0, 43200.0)
+    assert settings.resolved_session_epoch_path == Path("/var/lib/edgebox/dashboard/session.epoch")
+
+
+def test_session_timeouts_have_flags_and_variables(tmp_path):
+    settings = load(
+        tmp_path,
+        flags={"dashboard_session_idle_timeout_s": "300"},
+        environ={"EDGEBOX_DASHBOARD_SESSION_LIFETIME_S": "3600"},
+    )
+    assert settings.dashboard == DashboardSettings(
+        session_idle_timeout_s=300.0, session_lifetime_s=3600.0
+    )
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--dashboard-session-idle-timeout-s",
+            "60",
+            "--dashboard-session-lifetime-s",
+            "60",
+        ]
+    )
+    assert (args.dashboard_session_idle_timeout_s, args.dashboard_session_lifetime_s) == (
+        "60",
+        "60",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "dashboard: {session_lifetime_s: 0}\n",
+            "setting 'dashboard.session_lifetime_s' from {file}:1: "
+            "expected seconds in (0, 2678400] (31 days), got 0",
+        ),
+        (
+            "dashboard: {session_idle_timeout_s: 50000}\n",
+            "setting 'dashboard.session_idle_timeout_s' from {file}:1: "
+            "expected seconds in (0, session_lifetime_s = 43200], got 50000",
+        ),
+    ],
+)
+def test_session_timeouts_out_of_range_stop_startup(tmp_path, text, message):
+    with pytest.raises(SettingsError) as caught:
+        load(tmp_path, text)
+    assert str(caught.value) == message.format(file=tmp_path / "edgebox.yaml")
