@@ -13,12 +13,14 @@ import numpy as np
 
 from edgebox.backoff import Backoff
 from edgebox.events import StreamState
+from edgebox.secrets_mask import MaskSecrets
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
 from edgebox.streams.source_spec import SourceKind, SourceSpec
 from edgebox.streams.sources import FrameSource, SourceError
 
 log = logging.getLogger(__name__)
+log.addFilter(MaskSecrets())  # a traceback from opening a source may quote its pipeline
 
 ReportSource = Callable[[StreamState, str, "float | None", int], None]
 """(state, reason, next_retry_at, attempt): the source's side of the stream's state."""

@@ -101,7 +101,7 @@ def _open(cv2: ModuleType, spec: SourceSpec) -> Any:
     elif spec.kind is SourceKind.GSTREAMER:
         capture = _open_gstreamer(cv2, spec)
     else:
-        raise SourceError(f"'{spec.text}' is not an OpenCV source")
+        raise SourceError(f"'{spec.display}' is not an OpenCV source")
     if spec.live:
         capture.set(cv2.CAP_PROP_BUFFERSIZE, 1)
     return capture

@@ -14,6 +14,8 @@ import enum
 import urllib.parse
 from dataclasses import dataclass, field
 
+from edgebox.secrets_mask import mask_secrets
+
 NETWORK_SCHEMES = ("rtsp", "rtsps", "rtmp", "http", "https")
 SYNTHETIC_PREFIX = "synthetic:"
 SYNTHETIC_SCENES = ("road",)
@@ -47,22 +49,18 @@ class SourceSpec:
 
     @property
     def display(self) -> str:
-        """The source for logs and status: a URL's password is masked, since
-        both travel further than the config file (journal, MQTT, dashboard)."""
-        if self.kind is not SourceKind.NETWORK:
-            return self.text
-        parts = urllib.parse.urlsplit(self.text)
-        if parts.password is None:
-            return self.text
-        user = parts.username or ""
-        host = parts.netloc.rpartition("@")[2]
-        return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+        """The source for logs, status and messages, credentials masked
+        (``mask_secrets``): a URL's password, a pipeline's ``user-pw=``; both
+        travel further than the config file (journal, MQTT, dashboard)."""
+        return mask_secrets(self.text)
 
 
 def parse_source(source: str | int) -> SourceSpec:
     """The spec for a configured source; ValueError says what is wrong."""
     if isinstance(source, bool) or not isinstance(source, (str, int)):
-        raise ValueError(f"expected a device index, path, URL or pipeline, got {source!r}")
+        raise ValueError(
+            f"expected a device index, path, URL or pipeline, got {mask_secrets(repr(source))}"
+        )
     if isinstance(source, int):
         return _device_index(source, str(source))
     text = source.strip()
@@ -80,7 +78,7 @@ def parse_source(source: str | int) -> SourceSpec:
     if "!" in text:
         if "appsink" not in text:
             raise ValueError(
-                f"GStreamer pipeline '{text}' must end in an appsink (e.g. "
+                f"GStreamer pipeline '{mask_secrets(text)}' must end in an appsink (e.g. "
                 "'... ! videoconvert ! video/x-raw,format=BGR ! appsink drop=true max-buffers=1')"
             )
         return SourceSpec(SourceKind.GSTREAMER, text, text)

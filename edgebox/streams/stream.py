@@ -12,6 +12,7 @@ from edgebox.backoff import Backoff
 from edgebox.dataplane import DataPlane
 from edgebox.events import EventBus, StreamState, StreamStatus
 from edgebox.log_limiter import LogLimiter
+from edgebox.secrets_mask import mask_secrets
 from edgebox.settings import StreamSettings
 from edgebox.streams.capture import CapturedFrame, CaptureLoop
 from edgebox.streams.counters import StreamCounters
@@ -150,6 +151,7 @@ class Stream:
     def _on_source(
         self, state: StreamState, reason: str, next_retry_at: float | None, attempt: int
     ) -> None:
+        reason = mask_secrets(reason)  # OpenCV's and GStreamer's errors may quote the pipeline
         with self._lock:
             self._source_state = state
             self._source_reason = reason
