@@ -22,9 +22,11 @@ figure, target >= 99%.
 Two cases: ``spread``, the 128 sockets from 8 loopback addresses (127.0.0.2-9,
 16 each, within the per-client cap), which tests the design (an idle or
 half-sent connection must not hold a worker); and ``one address``, all 128
-from 127.0.0.2, where the per-client cap refuses half of them with a 503 that
-the holder must be able to read. Linux only: it binds 127.0.0.x source
-addresses. Run alone with ``python bench/run.py --only slowloris``.
+from 127.0.0.2, past the per-client cap of waiting connections (64): the ones
+past it are closed after their probation (a second), with a 503 the holder
+must be able to read when a request was under way, and the holder reopens
+them. Linux only: it binds 127.0.0.x source addresses. Run alone with
+``python bench/run.py --only slowloris``.
 """
 
 from __future__ import annotations

@@ -211,10 +211,13 @@ class Settings:
     bounded by open files: the soft ``RLIMIT_NOFILE`` is raised to fit, or this
     is lowered with a warning when the hard limit is too low."""
     http_max_connections_per_client: int = 64
-    """Open HTTP connections from one client address (loopback included); one
-    more gets a 503. 64 leaves room for ``perf_analyzer`` concurrency sweeps
-    from one host, while one host alone cannot take all of
-    ``http_max_connections``."""
+    """HTTP connections from one client address (loopback included) that may
+    wait on the client at once: idle, or with a request still arriving.
+    Connections being answered do not count, so one host may keep hundreds of
+    busy ones (``perf_analyzer --concurrency-range 300``); one more waiting
+    connection has a second to deliver a request, else it is closed (a 503 if
+    a request was under way), and while the server is full it is the first to
+    make room for another client, so one address cannot lock others out."""
     http_thread_count: int = 32
     """Threads answering HTTP requests (Triton's ``--http-thread-count``): a
     request holds one from the moment it has fully arrived until its answer is

@@ -119,6 +119,11 @@ class Connection:
         """The selector events registered; 0 when not registered."""
         self.verdict = READING
         """What a worker asks the I/O thread to do next with the connection."""
+        self.waiting = False
+        """Counted among its address's waiting connections (the server's)."""
+        self.probation_deadline = 0.0
+        """When a connection past its address's cap of waiting ones must have
+        delivered a request; 0 when not on probation."""
         self.idle_deadline = 0.0
         self.send_deadline = 0.0
         self.drain_deadline = 0.0
@@ -141,23 +146,26 @@ class Connection:
     def deadline(self) -> float:
         """When the I/O thread gives up on this connection in its current state."""
         if self.state == READING:
-            message = self._current
-            if message is None:
-                return self.idle_deadline
-            if not message.headers_done:
-                return message.headers_deadline
-            received = message.received if message.chunks is None else len(message.chunks)
-            server = self.server
-            return (
-                message.body_started
-                + server.read_timeout_s
-                + received / server.min_transfer_bytes_per_s
-            )
+            return min(self._read_deadline(), self.probation_deadline or math.inf)
         if self.state == WRITING:
             return self.send_deadline
         if self.state == DRAINING:
             return self.drain_deadline
         return math.inf
+
+    def _read_deadline(self) -> float:
+        message = self._current
+        if message is None:
+            return self.idle_deadline
+        if not message.headers_done:
+            return message.headers_deadline
+        received = message.received if message.chunks is None else len(message.chunks)
+        server = self.server
+        return (
+            message.body_started
+            + server.read_timeout_s
+            + received / server.min_transfer_bytes_per_s
+        )
 
     def client_gone(self) -> bool:
         fd = self.sock.fileno()

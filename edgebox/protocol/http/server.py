@@ -30,10 +30,19 @@ reader) is finished by the I/O thread, not the worker.
 Limits keep it safe on an appliance, each with a total deadline rather than a
 per-read one, since a byte every few seconds would reset a per-read timer:
 
-- at most ``max_connections`` connections, ``max_connections_per_client`` from
-  one address (loopback included); the next one gets a 503 that the client can
-  read (the server shuts its side and discards what the client sends for up to
-  ``_DRAIN_S`` before closing, so the 503 is not lost to a reset);
+- at most ``max_connections`` connections; the next one gets a 503 that the
+  client can read (the server shuts its side and discards what the client sends
+  for up to ``_DRAIN_S`` before closing, so the 503 is not lost to a reset);
+- one address (loopback included) may have any number of connections being
+  answered, but only ``max_connections_per_client`` *waiting* on it (idle, or
+  a request still arriving: what slow clients hold). Past that, a connection
+  is on probation: unless it delivers a request within ``probation_s`` (or its
+  address falls back under the cap), it is closed, with a readable 503 if a
+  request was under way; and while the server is full, the oldest one on
+  probation makes room for a client within its cap. So a benchmarking host or
+  a gateway can keep hundreds of busy keep-alive connections, perf_analyzer's
+  burst of new ones included, while one address holding connections that do
+  nothing can neither keep more than its share nor lock others out;
 - a request's line and headers must arrive within ``read_timeout_s`` of its
   first byte; a body within ``read_timeout_s`` plus one second per
   ``min_transfer_bytes_per_s`` bytes received (a large upload over a slow link
@@ -83,6 +92,10 @@ _LINGER_S = 0.05
 """Long enough for a client on a busy two-core box, or a camera at 20 fps, to
 send its next request; free otherwise, since a queued request cuts it short."""
 _DRAIN_S = 2.0
+_PROBATION_S = 1.0
+"""How long a connection past its address's cap of waiting connections has to
+deliver a request: ample for a client that sends right after connecting (on a
+busy two-core box too), a short hold for one that does not."""
 _MAX_REFUSING = 128
 """Refused connections kept open at once to deliver their 503; past this a
 refused connection is closed at once (a flood, not a client to inform)."""
@@ -114,6 +127,7 @@ class HttpServer:
         min_transfer_bytes_per_s: float = 65536.0,
         max_body_bytes_in_flight: int | None = None,
         linger_s: float = _LINGER_S,
+        probation_s: float = _PROBATION_S,
         align_body_at: Callable[[dict[str, str]], int] | None = None,
     ) -> None:
         self.handler = handler
@@ -132,6 +146,7 @@ class HttpServer:
             else default_body_bytes_in_flight(max_request_bytes)
         )
         self.linger_s = linger_s
+        self.probation_s = probation_s
         self.align_body_at = align_body_at
         self.port = 0
         self.stopping = False
@@ -151,7 +166,10 @@ class HttpServer:
         # The rest belongs to the I/O thread.
         self._connections: set[Connection] = set()
         self._refusing: set[Connection] = set()
-        self._per_client: dict[str, int] = {}
+        self._waiting: dict[str, int] = {}
+        """Per address, its connections in READING (see ``_enter``)."""
+        self._probation: dict[Connection, None] = {}
+        """Connections on probation, oldest first."""
         self._next_sweep = math.inf
         self._stop_deadline = math.inf
         self._accept_paused_until = 0.0
@@ -408,26 +426,68 @@ class HttpServer:
         except OSError:
             sock.close()
             return
-        if len(self._connections) >= self.max_connections:
+        if len(self._connections) >= self.max_connections and not self._make_room(peer):
             self._refuse(
                 sock, peer, f"server busy: {self.max_connections} connections already open"
             )
             return
-        per_client = self._per_client.get(peer, 0)
-        if per_client >= self.max_connections_per_client:
-            self._refuse(
-                sock,
-                peer,
-                f"server busy: {self.max_connections_per_client} connections already open "
-                f"from '{peer}' (--http-max-connections-per-client)",
-            )
-            return
         connection = Connection(self, sock, peer)
         self._connections.add(connection)
-        self._per_client[peer] = per_client + 1
         connection.idle_deadline = time.monotonic() + self.idle_timeout_s
+        self._enter(connection, READING)
         self._watch(connection, selectors.EVENT_READ)
         self._schedule(connection.idle_deadline)
+
+    def _make_room(self, peer: str) -> bool:
+        """The server is full: for a client within its cap of waiting
+        connections, evict the oldest connection on probation."""
+        if self._waiting.get(peer, 0) >= self.max_connections_per_client or not self._probation:
+            return False
+        self._evict(next(iter(self._probation)))
+        return True
+
+    def _enter(self, connection: Connection, state: str) -> None:
+        """Every state change of a counted connection goes through here, so that
+        each address's count of waiting (READING) connections stays exact; one
+        that starts waiting past its address's cap is put on probation."""
+        connection.state = state
+        waiting = state == READING
+        if waiting == connection.waiting:
+            return
+        connection.waiting = waiting
+        peer = connection.peer
+        if waiting:
+            count = self._waiting.get(peer, 0) + 1
+            self._waiting[peer] = count
+            if count > self.max_connections_per_client:
+                connection.probation_deadline = time.monotonic() + self.probation_s
+                self._probation[connection] = None
+                self._schedule(connection.probation_deadline)
+            return
+        left = self._waiting.get(peer, 1) - 1
+        if left > 0:
+            self._waiting[peer] = left
+        else:
+            self._waiting.pop(peer, None)
+        self._end_probation(connection)
+
+    def _end_probation(self, connection: Connection) -> None:
+        connection.probation_deadline = 0.0
+        self._probation.pop(connection, None)
+
+    def _evict(self, connection: Connection) -> None:
+        """Out of the count at once: an idle connection is closed (as at its idle
+        deadline); one with a request under way gets a readable 503."""
+        if connection.idle:
+            self._close(connection)
+            return
+        self._forget(connection)
+        self._refuse(
+            connection.sock,
+            connection.peer,
+            f"server busy: {self.max_connections_per_client} connections already waiting "
+            f"from '{connection.peer}' (--http-max-connections-per-client)",
+        )
 
     def _refuse(self, sock: socket.socket, peer: str, message: str) -> None:
         """A 503 the client can read: sent at once (a new socket's buffer takes
@@ -493,7 +553,7 @@ class HttpServer:
         is written from here."""
         if connection.completed:
             self._watch(connection, 0)
-            connection.state = WORKING
+            self._enter(connection, WORKING)
             self._ready.put(connection)
             self._nudge_lingering()
             return
@@ -501,7 +561,7 @@ class HttpServer:
         self._writing(connection)
 
     def _writing(self, connection: Connection) -> None:
-        connection.state = WRITING
+        self._enter(connection, WRITING)
         self._watch(connection, selectors.EVENT_WRITE)
         self._write(connection)
 
@@ -526,9 +586,9 @@ class HttpServer:
         if self.stopping:
             self._close(connection)
             return
-        connection.state = READING
         if connection.idle:
             connection.idle_deadline = time.monotonic() + self.idle_timeout_s
+        self._enter(connection, READING)
         self._watch(connection, selectors.EVENT_READ)
         self._schedule(connection.deadline())
 
@@ -541,7 +601,7 @@ class HttpServer:
         if self.stopping:
             self._close(connection)
             return
-        connection.state = DRAINING
+        self._enter(connection, DRAINING)
         connection.drain_deadline = time.monotonic() + _DRAIN_S
         self._watch(connection, selectors.EVENT_READ)
         self._schedule(connection.drain_deadline)
@@ -589,6 +649,12 @@ class HttpServer:
         self._next_sweep = max(next_due, now + _SWEEP_GRANULARITY_S)
 
     def _expire(self, connection: Connection) -> None:
+        if connection.state == READING and 0 < connection.probation_deadline <= time.monotonic():
+            if self._waiting.get(connection.peer, 0) > self.max_connections_per_client:
+                self._evict(connection)
+            else:
+                self._end_probation(connection)
+            return
         if connection.state != READING or connection.idle:
             log.debug("http: closing a %s connection at its deadline", connection.state)
             self._close(connection)
@@ -611,24 +677,26 @@ class HttpServer:
         connection.events = events
 
     def _close(self, connection: Connection) -> None:
+        self._forget(connection)
+        connection.sock.close()
+
+    def _forget(self, connection: Connection) -> None:
+        """Stop watching and counting ``connection``; its socket stays open."""
         if connection.events:
             try:
                 self._selector.unregister(connection.sock)
             except (KeyError, ValueError):
                 pass
             connection.events = 0
-        connection.sock.close()
-        connection.state = CLOSE
         if connection in self._refusing:
+            connection.state = CLOSE
             self._refusing.discard(connection)
             return
         if connection in self._connections:
+            self._enter(connection, CLOSE)
             self._connections.discard(connection)
-            left = self._per_client.get(connection.peer, 1) - 1
-            if left > 0:
-                self._per_client[connection.peer] = left
-            else:
-                self._per_client.pop(connection.peer, None)
+        else:
+            connection.state = CLOSE
 
 
 def _fit_to_fd_limit(max_connections: int) -> int:

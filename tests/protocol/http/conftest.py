@@ -33,8 +33,10 @@ def echo() -> EchoHandler:
 def client_of():
     clients: list[RawClient] = []
 
-    def connect(server: HttpServer, timeout_s: float = CLIENT_TIMEOUT_S) -> RawClient:
-        client = RawClient(server.port, timeout_s)
+    def connect(
+        server: HttpServer, timeout_s: float = CLIENT_TIMEOUT_S, source: str = HOST
+    ) -> RawClient:
+        client = RawClient(server.port, timeout_s, source)
         clients.append(client)
         return client
 

@@ -31,8 +31,12 @@ class Reply:
 class RawClient:
     """One TCP connection; reads HTTP/1.1 responses off the stream in order."""
 
-    def __init__(self, port: int, timeout_s: float = CLIENT_TIMEOUT_S) -> None:
-        self.sock = socket.create_connection((HOST, port), timeout=timeout_s)
+    def __init__(self, port: int, timeout_s: float = CLIENT_TIMEOUT_S, source: str = HOST) -> None:
+        """``source``: the client's address, another loopback one (127.0.0.2)
+        for a second client."""
+        self.sock = socket.create_connection(
+            (HOST, port), timeout=timeout_s, source_address=(source, 0)
+        )
         self.buffer = bytearray()
 
     def readable(self, timeout_s: float) -> bool:

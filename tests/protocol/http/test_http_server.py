@@ -94,23 +94,89 @@ def test_connections_over_the_limit_get_503(serve, echo, client_of):
     wait_for(a_new_connection_is_served, 5, what="a slot to free up")
 
 
-def test_connection_over_the_per_client_cap_gets_a_readable_503(serve, echo, client_of):
-    server = serve(echo, max_connections_per_client=2)
-    first, second = client_of(server), client_of(server)
-    for client in (first, second):
-        client.send(http_request())
-        assert client.read_response().status == 200
+def test_one_address_keeps_hundreds_of_busy_keep_alive_connections(serve, echo, client_of):
+    """perf_analyzer --concurrency-range 300 from one host: every connection
+    opened at once, each sending at once, then again on the same connection."""
+    server = serve(echo, probation_s=CLIENT_TIMEOUT_S)
+    clients = []
+    for index in range(300):
+        client = client_of(server)
+        client.send(http_request("GET", f"/first/{index}"))
+        clients.append(client)
+    for rounds in ("first", "again"):
+        for index, client in enumerate(clients):
+            reply = client.read_response()
+            assert reply.status == 200, reply.body
+            assert reply.json()["path"] == f"/{rounds}/{index}"
+            if rounds == "first":
+                client.send(http_request("GET", f"/again/{index}"))
+    assert server.open_connections == 300
+
+
+def test_a_connection_waiting_past_the_per_client_cap_gets_a_readable_503(serve, echo, client_of):
+    server = serve(echo, max_connections_per_client=2, probation_s=0.3)
+    slow = [client_of(server), client_of(server)]
+    for client in slow:
+        client.send(b"GET /slow HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+    sends_promptly = client_of(server)
+    sends_promptly.send(http_request("GET", "/prompt"))
+    assert sends_promptly.read_response().status == 200
     third = client_of(server)
-    third.send(http_request("POST", "/refused", b"z" * 300_000))  # a broken pipe if not drained
+    third.send(b"POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 300000\r\n\r\nzz")
+    started = time.monotonic()
     reply = third.read_response()
+    assert time.monotonic() - started >= 0.2
     assert reply.status == 503
     assert reply.headers["connection"] == "close"
     assert reply.json() == {
-        "error": "server busy: 2 connections already open from '127.0.0.1' "
+        "error": "server busy: 2 connections already waiting from '127.0.0.1' "
         "(--http-max-connections-per-client)"
     }
+    third.send(b"z" * 300_000)  # a broken pipe if not drained
     third.assert_closed()
-    assert [s["path"] for s in echo.seen] == ["/", "/"]
+    assert [s["path"] for s in echo.seen] == ["/prompt"]
+    assert not any(client.readable(timeout_s=0) for client in slow)
+
+
+def test_an_idle_connection_past_the_per_client_cap_is_closed_after_its_probation(
+    serve, echo, client_of
+):
+    server = serve(echo, max_connections_per_client=1, probation_s=0.3, idle_timeout_s=30)
+    clients = [client_of(server), client_of(server)]
+    for client in clients:
+        client.send(http_request())
+        assert client.read_response().status == 200
+    closed = wait_for(
+        lambda: [c for c in clients if c.readable(timeout_s=0.05)], 5, what="a closed connection"
+    )
+    assert len(closed) == 1
+    closed[0].assert_closed()
+    kept = next(c for c in clients if c is not closed[0])
+    kept.send(http_request("GET", "/kept"))
+    assert kept.read_response().status == 200
+
+
+def test_when_full_a_connection_on_probation_makes_room_for_a_client_within_its_cap(
+    serve, echo, client_of
+):
+    server = serve(echo, max_connections=3, max_connections_per_client=1, probation_s=30)
+    held = []
+    for _ in range(3):
+        client = client_of(server)
+        client.send(b"GET /slow HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+        held.append(client)
+    wait_for(lambda: server.open_connections == 3, 5, what="three connections")
+    other = client_of(server, source="127.0.0.2")
+    other.send(http_request("GET", "/other"))
+    assert other.read_response().status == 200
+    evicted = [c for c in held if c.readable(timeout_s=0.1)]
+    assert evicted == [held[1]], "the oldest connection on probation makes room"
+    assert evicted[0].read_response().json() == {
+        "error": "server busy: 1 connections already waiting from '127.0.0.1' "
+        "(--http-max-connections-per-client)"
+    }
+    one_more = client_of(server)
+    assert one_more.read_response().json() == {"error": "server busy: 3 connections already open"}
 
 
 def test_connection_over_the_total_cap_reads_its_503_after_sending_a_body(serve, echo, client_of):
