@@ -11,6 +11,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from edgebox import __version__
 from edgebox.dashboard.access import csrf_token, current_user
+from edgebox.dashboard.audit import audit
 from edgebox.dashboard.error_map import status_of
 from edgebox.dashboard.models_view import models_document
 from edgebox.dashboard.overview import device_document
@@ -19,7 +20,6 @@ from edgebox.errors import EdgeboxError
 from edgebox.lifecycle.states import ModelState
 
 api = Blueprint("api", __name__, url_prefix="/api/v1")
-log = logging.getLogger(__name__)
 
 MAX_HISTORY_S = 86400
 
@@ -99,13 +99,15 @@ def rollback(name: str) -> Response | tuple:
     try:
         moved = state().deps.dataplane.rollback_model(name, version)
     except EdgeboxError as exc:
-        return _error(status_of(exc), str(exc))
-    log.warning(
-        "dashboard: user '%s' rolled model '%s' back to version %s (moved to '.rolled-back': %s)",
+        return _refused("rollback", name, exc, version=version)
+    audit(
+        "rollback",
         current_user(),
-        name,
-        version,
-        ", ".join(map(str, moved)),
+        logging.WARNING,
+        model=name,
+        version=version,
+        result="ok",
+        moved_to_rolled_back=",".join(map(str, moved)),
     )
     return jsonify(model=name, action="rollback", version=int(version), moved=moved)
 
@@ -115,12 +117,14 @@ def restore(name: str) -> Response | tuple:
     try:
         moved = state().deps.dataplane.restore_model(name)
     except EdgeboxError as exc:
-        return _error(status_of(exc), str(exc))
-    log.warning(
-        "dashboard: user '%s' restored model '%s' (moved back: %s)",
+        return _refused("restore", name, exc)
+    audit(
+        "restore",
         current_user(),
-        name,
-        ", ".join(map(str, moved)),
+        logging.WARNING,
+        model=name,
+        result="ok",
+        moved_back=",".join(map(str, moved)),
     )
     return jsonify(model=name, action="restore", moved=moved)
 
@@ -177,8 +181,22 @@ def _act(name: str, action: str, call) -> Response | tuple:
     try:
         call()
     except EdgeboxError as exc:
-        return _error(status_of(exc), str(exc))
+        return _refused(action, name, exc)
+    audit(action, current_user(), model=name, result="ok")
     return jsonify(model=name, action=action, state="ok")
+
+
+def _refused(action: str, name: str, exc: EdgeboxError, **fields: object) -> tuple:
+    audit(
+        action,
+        current_user(),
+        logging.WARNING,
+        model=name,
+        **fields,
+        result="failed",
+        error=str(exc),
+    )
+    return _error(status_of(exc), str(exc))
 
 
 def _error(status: int, message: str) -> tuple:

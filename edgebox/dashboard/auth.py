@@ -3,6 +3,7 @@ the hash ``edgebox passwd`` wrote; attempts rate-limited per client address."""
 
 from __future__ import annotations
 
+import logging
 import math
 
 from flask import (
@@ -18,6 +19,7 @@ from flask import (
 from werkzeug.security import check_password_hash
 
 from edgebox.dashboard.access import renew_session
+from edgebox.dashboard.audit import audit
 from edgebox.dashboard.next_page import same_site_path
 from edgebox.dashboard.sessions import USER
 from edgebox.dashboard.state import state
@@ -36,22 +38,34 @@ def login_page() -> str:
 @auth.post("/login")
 def login() -> Response | tuple:
     settings = state().settings
-    wait_s = state().logins.attempt(request.remote_addr or "")
-    if wait_s is not None:
-        response = _answer(
-            429, f"too many login attempts from this address; try again in {math.ceil(wait_s)} s"
-        )
-        response.headers["Retry-After"] = str(math.ceil(wait_s))
-        return response
     form = (request.get_json(silent=True) or {}) if request.is_json else request.form
     user = str(form.get("username") or USER)
+    refused = state().logins.attempt(request.remote_addr or "")
+    if refused is not None:
+        wait_s = math.ceil(refused.wait_s)
+        if refused.report:
+            audit(
+                "login refused",
+                user,
+                logging.WARNING,
+                reason="rate-limit",
+                retry_after_s=wait_s,
+                refused_since_last_line=refused.held,
+            )
+        response = _answer(
+            429, f"too many login attempts from this address; try again in {wait_s} s"
+        )
+        response.headers["Retry-After"] = str(wait_s)
+        return response
     password = str(form.get("password") or "")
     if not settings.password_hash:
+        audit("login refused", user, logging.WARNING, reason="no-password-set")
         return _answer(401, NO_PASSWORD)
     if user != USER or not check_password_hash(settings.password_hash, password):
-        current_app.logger.warning("Dashboard: login refused from %s", request.remote_addr)
+        audit("login refused", user, logging.WARNING, reason="wrong-password")
         return _answer(401, WRONG)
     token = renew_session(state().sessions, login=True)
+    audit("login ok", USER)
     if request.is_json:
         return jsonify(user=USER, csrf_token=token)
     return redirect(_next_page(), code=303)
@@ -65,6 +79,7 @@ def logout() -> Response:
     sessions = state().sessions
     if sessions.user(session) is not None:
         sessions.end_all()
+        audit("logout", USER, sessions="all-ended")
     token = renew_session(sessions, login=False)
     if request.is_json:
         return jsonify(user=None, csrf_token=token)

@@ -4,7 +4,10 @@ file as ``dashboard: password_hash:``.
 
 The file is edited as text, one section at a time, so its comments, order
 and other settings stay as the operator wrote them; it is replaced atomically
-with its mode kept. The running daemon reads the hash at start.
+with its owner and mode kept, less any permission for other users: a hash
+can be attacked offline, so only the owner and the group (root and edgebox,
+as the package's postinst sets it) may read it. The running daemon reads the
+hash at start.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import getpass
 import os
 import re
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +24,7 @@ import yaml
 from werkzeug.security import generate_password_hash
 
 MIN_LENGTH = 8
+NOT_FOR_OTHERS = stat.S_IRWXO
 _SECTION = re.compile(r"^dashboard\s*:(?P<rest>.*)$")
 _TOP_LEVEL = re.compile(r"^[^\s#]")
 _HASH_LINE = re.compile(r"^(?P<indent>[ \t]+)password_hash\s*:")
@@ -105,7 +110,7 @@ def _replace(path: Path, text: str) -> None:
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(text)
-        os.chmod(temporary, status.st_mode & 0o7777)
+        os.chmod(temporary, status.st_mode & 0o7777 & ~NOT_FOR_OTHERS)
         try:
             os.chown(temporary, status.st_uid, status.st_gid)
         except PermissionError:

@@ -265,6 +265,13 @@ def test_settings_are_dpkg_conffiles(installed):
     assert paths == ["/etc/edgebox/edgebox.yaml", "/etc/edgebox/extra-requirements.txt"]
 
 
+def test_settings_file_is_readable_by_the_daemon_and_not_by_every_user(installed):
+    # It holds the dashboard's password hash once `edgebox passwd` has run.
+    config = (installed / "etc" / "edgebox" / "edgebox.yaml").stat()
+    _, gid = edgebox_ids(installed)
+    assert (config.st_uid, config.st_gid, config.st_mode & 0o777) == (0, gid, 0o640)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

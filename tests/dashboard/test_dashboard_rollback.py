@@ -40,7 +40,7 @@ def test_rollback_parks_newer_versions_and_restore_brings_them_back(tmp_path, po
     assert folders(poll_client) == {
         "models": [{"name": "add_sub", "versions": [1, 2], "rolled_back": []}]
     }
-    with caplog.at_level(logging.WARNING, logger="edgebox.dashboard.api"):
+    with caplog.at_level(logging.WARNING, logger="edgebox.dashboard.audit"):
         reply = post(poll_client, "/api/v1/models/add_sub/rollback", json={"version": 1})
     assert (reply.status_code, reply.get_json()) == (
         200,
@@ -52,18 +52,20 @@ def test_rollback_parks_newer_versions_and_restore_brings_them_back(tmp_path, po
         {"name": "add_sub", "versions": [1], "rolled_back": [2]}
     ]
     assert (
-        "dashboard: user 'admin' rolled model 'add_sub' back to version 1 "
-        "(moved to '.rolled-back': 2)"
+        "Dashboard: rollback user=admin from=127.0.0.1 model=add_sub version=1 result=ok "
+        "moved_to_rolled_back=2"
     ) in caplog.messages
 
-    with caplog.at_level(logging.WARNING, logger="edgebox.dashboard.api"):
+    with caplog.at_level(logging.WARNING, logger="edgebox.dashboard.audit"):
         reply = post(poll_client, "/api/v1/models/add_sub/restore")
     assert (reply.status_code, reply.get_json()) == (
         200,
         {"model": "add_sub", "action": "restore", "moved": [2]},
     )
     assert (tmp_path / "add_sub" / "2" / "model.onnx").is_file()
-    assert "dashboard: user 'admin' restored model 'add_sub' (moved back: 2)" in caplog.messages
+    assert (
+        "Dashboard: restore user=admin from=127.0.0.1 model=add_sub result=ok moved_back=2"
+    ) in caplog.messages
 
 
 @pytest.mark.parametrize(

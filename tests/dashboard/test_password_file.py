@@ -74,6 +74,15 @@ def test_flow_and_empty_sections_become_blocks(tmp_path, section):
         assert document["dashboard"]["anonymous_read"] is True
 
 
+@pytest.mark.parametrize(("before", "after"), [(0o644, 0o640), (0o666, 0o660), (0o604, 0o600)])
+def test_leaves_the_file_unreadable_by_other_users(tmp_path, before, after):
+    path = tmp_path / "edgebox.yaml"
+    path.write_text("http_port: 9000\n")
+    os.chmod(path, before)
+    set_password_hash(path, HASH)
+    assert stat.S_IMODE(os.stat(path).st_mode) == after
+
+
 def test_keeps_the_files_mode(tmp_path):
     path = tmp_path / "edgebox.yaml"
     path.write_text("{}\n")

@@ -84,8 +84,8 @@ def test_rollback_serves_the_older_version_and_restore_the_newer_again(tmp_path,
     assert infer_version(client) == "1"
     assert (model_dir / ".rolled-back" / "2" / "model.onnx").is_file()
     assert (
-        "dashboard: user 'admin' rolled model 'add_sub' back to version 1 "
-        "(moved to '.rolled-back': 2)"
+        "Dashboard: rollback user=admin from=127.0.0.1 model=add_sub version=1 result=ok "
+        "moved_to_rolled_back=2"
     ) in daemon.log()
 
     status, answer = request(opener, f"{base}/api/v1/models/add_sub/restore", {}, token)

@@ -226,3 +226,38 @@ def test_every_locked_version_has_a_hashed_wheel_for_the_target(arch, python):
         assert any(runs_on(filename, arch, python) for filename in files), (
             f"wheelhouse.sha256 has no {name} {version} wheel for {arch} CPython {python}: {files}"
         )
+
+
+def _protect_config(tmp_path: Path, override: bool) -> tuple[int, str]:
+    """The package's protect_config on a config under tmp_path, with chown and
+    dpkg-statoverride stubbed (no edgebox group here); its mode and the chown
+    asked for."""
+    config = tmp_path / "edgebox.yaml"
+    config.write_text("http_port: 8000\n")
+    config.chmod(0o644)
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "chown").write_text(f'#!/bin/sh\necho "$*" > {tmp_path}/chown\n')
+    listed = "echo 'root root 0600 /etc/edgebox/edgebox.yaml'\n" if override else "exit 1\n"
+    (stubs / "dpkg-statoverride").write_text("#!/bin/sh\n" + listed)
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    functions = (DEBIAN / "edgebox.postinst").read_text().partition('\ncase "$1" in')[0]
+    script = tmp_path / "protect.sh"
+    script.write_text(f"{functions}\nCONFIG={config}\nprotect_config\n")
+    subprocess.run(["sh", str(script)], env={"PATH": f"{stubs}:/usr/bin:/bin"}, check=True,
+                   timeout=30)
+    chown = tmp_path / "chown"
+    return config.stat().st_mode & 0o777, chown.read_text() if chown.exists() else ""
+
+
+def test_postinst_makes_the_settings_file_unreadable_by_other_users(tmp_path):
+    postinst = (DEBIAN / "edgebox.postinst").read_text()
+    assert f"CONFIG={DEFAULT_CONFIG_FILE}\n" in postinst
+    assert "        create_dirs\n        protect_config\n" in postinst
+    mode, chown = _protect_config(tmp_path, override=False)
+    assert (mode, chown) == (0o640, f"root:edgebox {tmp_path / 'edgebox.yaml'}\n")
+
+
+def test_postinst_leaves_a_statoverride_of_the_settings_file_alone(tmp_path):
+    assert _protect_config(tmp_path, override=True) == (0o644, "")
