@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck
+.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck perf-analyzer
 
 # Debian's packages, installed only when missing (as root in CI, else sudo);
 # `apt-get update` runs only when a first install attempt fails.
@@ -53,6 +53,13 @@ systemd-analyze:
 run: demo-models mosquitto web-assets
 	$(PY) scripts/run_demo.py --repository $(REPO) $(ARGS)
 
+# NVIDIA's perf_analyzer for tests/e2e/test_perf_analyzer.py: tritonclient
+# 2.41.0's binary and the CUDA runtime it links (no GPU used), 16 MB downloaded
+# once into .perf_analyzer/, and Debian's libb64-0d.
+perf-analyzer: $(STAMP)
+	@dpkg -s libb64-0d >/dev/null 2>&1 || $(call apt_install,libb64-0d)
+	$(PY) scripts/perf_analyzer.py install
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check edgebox tests bench scripts
 
@@ -60,7 +67,7 @@ lint: $(STAMP)
 shellcheck:
 	@command -v shellcheck >/dev/null 2>&1 || $(call apt_install,shellcheck)
 
-test: $(STAMP) lint mosquitto web-assets chromium systemd-analyze shellcheck
+test: $(STAMP) lint mosquitto web-assets chromium systemd-analyze shellcheck perf-analyzer
 	$(PY) -m pytest -q
 
 # Opt-in: edgebox against a real Triton 2.51 (PyPI's nvidia-pytriton, 400 MB,
