@@ -35,7 +35,7 @@ Then issue 13's sequence batcher against the same models without it
     python bench/run.py --only isolation      # only python model isolation, about 1.5 minutes
     python bench/run.py --only slowloris      # only the slow-sockets case, under a minute
     python bench/run.py --only transports     # only HTTP vs gRPC, about 2 minutes
-    python bench/run.py --only mqtt           # only MQTT publish cost and spool drain
+    python bench/run.py --only mqtt           # only MQTT publish cost, spool drain and writes
     python bench/run.py --only observers      # only lane c=8 with dashboard and metrics watching
     python bench/run.py --only sequence       # only sequence batching vs the same model without
 
@@ -69,6 +69,7 @@ from bench import (  # noqa: E402
     batching,
     drops,
     isolation,
+    mqtt_wear,
     observers,
     sequence,
     server_choice,
@@ -313,8 +314,16 @@ def main(argv: list[str] | None = None) -> int:
         beside, found_beside = mqtt_bench.measure_http_beside(
             OUT / "mqtt", OUT / "repository", workloads["add_sub"], 5, 3.0, log=_progress
         )
-        results["mqtt"] = {**figures, "http_beside_mqtt": beside}
-        targets += [Target(*t) for t in found + found_beside]
+        print("\nissue 19: MQTT spool writes per hour and the kill -9 window", flush=True)
+        wear, found_wear = mqtt_wear.measure_writes(OUT / "mqtt", log=_progress)
+        kill_window = mqtt_wear.measure_kill_window(OUT / "mqtt", log=_progress)
+        results["mqtt"] = {
+            **figures,
+            "http_beside_mqtt": beside,
+            "writes_per_hour": wear,
+            "kill_9_window": kill_window,
+        }
+        targets += [Target(*t) for t in found + found_beside + found_wear]
     if "observers" in parts:
         print("\nissue 12: lane c=8 with the dashboard and Prometheus watching", flush=True)
         figures, found = observers.measure(

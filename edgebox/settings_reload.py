@@ -40,8 +40,9 @@ LIVE_SECTION_FIELDS: dict[str, frozenset[str]] = {
     "telemetry": frozenset({"interval_s", "history_s", "mqtt_interval_s"}),
 }
 """Section fields applied live. MQTT's spool (``spool_path``,
-``spool_max_mb``) and bus queue (``queue_events``) are opened once; turning
-a section on or off (``mqtt`` absent or present) needs a restart too."""
+``spool_max_mb``, ``spool_write_delay_s``) and bus queue (``queue_events``)
+are opened once; turning a section on or off (``mqtt`` absent or present)
+needs a restart too."""
 
 
 @dataclasses.dataclass(frozen=True)

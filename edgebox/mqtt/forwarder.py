@@ -78,7 +78,11 @@ class MqttForwarder:
         self._identity = identity
         self._serving = serving
         self._spool_factory = spool_factory or (
-            lambda: Spool(settings.resolved_spool_path, int(settings.spool_max_mb * 1024 * 1024))
+            lambda: Spool(
+                settings.resolved_spool_path,
+                int(settings.spool_max_mb * 1024 * 1024),
+                write_delay_s=settings.spool_write_delay_s,
+            )
         )
         self._backoff = backoff
         self._refused_backoff = refused_backoff
@@ -182,6 +186,7 @@ class MqttForwarder:
             self._spool.ack_many(session.pump(LOOP_TIMEOUT_S))
             if session.lost_reason is not None:
                 self._lose(session.lost_reason)
+        self._spool.flush_due()
         self._refresh_stats()
 
     def _take_settings(self) -> None:

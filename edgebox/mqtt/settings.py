@@ -19,6 +19,9 @@ from urllib.parse import urlsplit
 
 DEFAULT_SPOOL_PATH = Path("/var/lib/edgebox/mqtt/spool.sqlite")
 PROTOCOLS = ("5", "3.1.1")
+MIN_SPOOL_MB = 0.25
+"""The spool file's smallest workable size: a few pages for its tables and
+its journal's reserve (spool_file.py)."""
 _DEFAULT_PORTS = {"mqtt": 1883, "mqtts": 8883, "ws": 80, "wss": 443}
 _DEFAULT_WS_PATH = "/mqtt"
 _TOPIC_LEVEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -80,7 +83,13 @@ class MqttSettings:
     """SQLite file holding unsent messages across restarts; none:
     ``/var/lib/edgebox/mqtt/spool.sqlite``."""
     spool_max_mb: float = 64
-    """Most megabytes the spool holds; past it the oldest results go first."""
+    """Most megabytes the spool holds, its files on disk included (at least
+    0.25); past it the oldest results go first."""
+    spool_write_delay_s: float = 1.0
+    """Seconds a message may wait for the broker's acknowledgement before it
+    is written to the spool file (0..60): a healthy link writes nothing, and a
+    power cut or ``kill -9`` loses at most this much unacknowledged. 0:
+    every message is written within 25 ms, whatever the broker does."""
     queue_events: int = 10000
     """Messages waiting between the publishing threads and the MQTT thread
     (at least 100); past it the oldest are dropped (whatever their kind) and counted."""
@@ -174,8 +183,13 @@ class MqttSettings:
                 "expected 1-64 letters, digits, '_', '.' or '-' (starting with a letter or "
                 f"digit), got {self.device_id!r}",
             )
-        if not self.spool_max_mb > 0:
-            yield "spool_max_mb", f"expected a number > 0, got {self.spool_max_mb}"
+        if not self.spool_max_mb >= MIN_SPOOL_MB:
+            yield "spool_max_mb", f"expected a number >= {MIN_SPOOL_MB}, got {self.spool_max_mb}"
+        if not 0 <= self.spool_write_delay_s <= 60:
+            yield (
+                "spool_write_delay_s",
+                f"expected 0..60 seconds, got {self.spool_write_delay_s}",
+            )
         if self.queue_events < 100:
             yield "queue_events", f"expected an integer >= 100, got {self.queue_events}"
         if not 1 <= self.max_inflight <= 1000:

@@ -136,7 +136,7 @@ def test_last_will_says_offline_after_sigkill(tmp_path, mosquitto):
     assert document["schema"] == {"name": "edgebox.status", "version": 1}
 
 
-def test_sigkill_while_the_broker_is_down_loses_nothing_and_reuses_no_seq(tmp_path, mosquitto):
+def test_sigkill_while_the_broker_is_down_loses_nothing_written_and_reuses_no_identity(tmp_path, mosquitto):
     repository = tmp_path / "models"
     add_add_sub(repository)
     spool = tmp_path / "spool.sqlite"
@@ -171,13 +171,22 @@ def test_sigkill_while_the_broker_is_down_loses_nothing_and_reuses_no_seq(tmp_pa
             what=f"the offline run's events after the restart ({tmp_path})",
         )
     # At least once: a message in flight when the broker went away comes
-    # again, with its seq; a seq never stands for two different messages.
-    by_seq: dict[int, bytes] = {}
+    # again, with its epoch and seq; those never stand for two different
+    # messages. The run after the kill starts an epoch of its own.
+    by_identity: dict[tuple[str, int], bytes] = {}
+    epochs: list[str] = []
     for message in subscriber.messages("edgebox/dev/events"):
-        seq = json.loads(message.payload)["seq"]
-        assert by_seq.setdefault(seq, message.payload) == message.payload, f"seq {seq} reused"
-    assert sorted(by_seq) == list(range(min(by_seq), max(by_seq) + 1)), "a gap in seq"
-    unique = [json.loads(by_seq[seq]) for seq in sorted(by_seq)]
+        document = json.loads(message.payload)
+        identity = (document["epoch"], document["seq"])
+        assert by_identity.setdefault(identity, message.payload) == message.payload, identity
+        if document["epoch"] not in epochs:
+            epochs.append(document["epoch"])
+    assert len(epochs) == 2, epochs
+    for epoch in epochs:
+        seqs = sorted(seq for e, seq in by_identity if e == epoch)
+        assert seqs == list(range(seqs[0], seqs[-1] + 1)), f"a gap in epoch {epoch}: {seqs}"
+    assert min(seq for e, seq in by_identity if e == epochs[1]) == 1
+    unique = [json.loads(by_identity[key]) for key in sorted(by_identity) if key[0] == epochs[0]]
     states = [
         d["state"]
         for d in unique

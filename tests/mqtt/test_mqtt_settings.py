@@ -212,7 +212,10 @@ DEVICE_ID = "expected 1-64 letters, digits, '_', '.' or '-' (starting with a let
         ({"topic_prefix": "$SYS"}, ("topic_prefix", TOPIC_PREFIX + "'$SYS'")),
         ({"device_id": "cab/3"}, ("device_id", DEVICE_ID + "'cab/3'")),
         ({"client_id": "a\0b"}, ("client_id", "must not hold a NUL character")),
-        ({"spool_max_mb": 0.0}, ("spool_max_mb", "expected a number > 0, got 0.0")),
+        ({"spool_max_mb": 0.0}, ("spool_max_mb", "expected a number >= 0.25, got 0.0")),
+        ({"spool_max_mb": 0.2}, ("spool_max_mb", "expected a number >= 0.25, got 0.2")),
+        ({"spool_write_delay_s": -1}, ("spool_write_delay_s", "expected 0..60 seconds, got -1")),
+        ({"spool_write_delay_s": 61}, ("spool_write_delay_s", "expected 0..60 seconds, got 61")),
         ({"queue_events": 99}, ("queue_events", "expected an integer >= 100, got 99")),
         ({"max_inflight": 0}, ("max_inflight", "expected 1..1000, got 0")),
         ({"max_inflight": 1001}, ("max_inflight", "expected 1..1000, got 1001")),
@@ -227,7 +230,9 @@ def test_each_bad_value_is_named(fields: dict, problem: tuple[str, str]) -> None
     [
         {"protocol": "3.1.1", "qos": 0, "keepalive": 5},
         {"qos": 2, "keepalive": 3600, "topic_prefix": "fleet/site-1", "device_id": "cab_3"},
-        {"queue_events": 100, "max_inflight": 1000, "spool_max_mb": 0.5},
+        {"queue_events": 100, "max_inflight": 1000, "spool_max_mb": 0.25},
+        {"spool_write_delay_s": 0, "spool_max_mb": 1e6},
+        {"spool_write_delay_s": 60},
     ],
 )
 def test_values_at_the_edges_are_accepted(fields: dict) -> None:

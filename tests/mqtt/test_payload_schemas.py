@@ -3,7 +3,7 @@ every example in docs/mqtt.md: the published contract, the code and the docs
 cannot drift apart unnoticed.
 
 Payloads are built the way the daemon builds them (the router adds
-``device``, the spool adds ``seq`` and serialises), and once more as a real
+``device``, the spool adds ``seq`` and ``epoch`` and serialises), and once more as a real
 subscriber receives them from mosquitto."""
 
 from __future__ import annotations
@@ -208,11 +208,13 @@ def test_each_schema_is_a_valid_draft_2020_12_schema(name):
 
 
 @pytest.mark.parametrize("kind", EVENT_TYPES, ids=lambda kind: kind.SCHEMA)
-def test_each_event_schema_names_exactly_the_event_fields_plus_schema_seq_and_device(kind):
+def test_each_event_schema_names_exactly_the_event_fields_plus_schema_seq_epoch_and_device(
+    kind,
+):
     schema = schema_for(kind.SCHEMA)
     fields = {field.name for field in dataclasses.fields(kind)}
-    assert set(schema["properties"]) == fields | {"schema", "seq", "device"}
-    assert set(schema["required"]) == fields | {"schema", "seq", "device"}
+    assert set(schema["properties"]) == fields | {"schema", "seq", "epoch", "device"}
+    assert set(schema["required"]) == fields | {"schema", "seq", "epoch", "device"}
     assert schema["additionalProperties"] is False
     assert schema["properties"]["schema"]["properties"]["name"] == {"const": kind.SCHEMA}
 
@@ -252,11 +254,12 @@ def test_the_status_schema_refuses_an_online_document_with_an_offline_reason():
         validate({**online, "reason": "shutdown"})
 
 
-def test_a_payload_missing_its_seq_or_with_an_unknown_field_is_refused():
+def test_a_payload_missing_its_seq_or_epoch_or_with_an_unknown_field_is_refused():
     message = Router(Topics("edgebox", DEVICE), DEVICE, qos=1).route(one_of_each_event()[0])
     (document,) = spooled_documents([message])
-    with pytest.raises(jsonschema.ValidationError, match="'seq' is a required property"):
-        validate({k: v for k, v in document.items() if k != "seq"})
+    for field in ("seq", "epoch"):
+        with pytest.raises(jsonschema.ValidationError, match=f"'{field}' is a required property"):
+            validate({k: v for k, v in document.items() if k != field})
     with pytest.raises(jsonschema.ValidationError, match="Additional properties"):
         validate({**document, "extra": 1})
 
