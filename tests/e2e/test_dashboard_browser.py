@@ -293,3 +293,19 @@ def test_logged_in_unload_button_changes_the_state_shown(daemon, anonymous):
     browser.find_element(By.CSS_SELECTOR, load).click()
     wait_for(lambda: version_state(browser, "add_sub") == "READY", 30, what="add_sub READY again")
     screenshot(browser, "models")
+
+
+@pytest.mark.parametrize("asked", ["/%09/evil.example", "/%5Cevil.example"])
+def test_a_login_link_cannot_send_the_browser_off_site(daemon, anonymous, asked):
+    # The link a phisher would send: the login page carries ``next`` into its
+    # form, and Chromium would read /<tab>/evil.example as //evil.example.
+    anonymous.get(f"{daemon.dashboard}/login?next={asked}")
+    anonymous.find_element(By.ID, "username").send_keys("admin")
+    anonymous.find_element(By.ID, "password").send_keys(PASSWORD)
+    anonymous.find_element(By.ID, "login-submit").click()
+    wait_for(
+        lambda: body_attribute(anonymous, "data-logged-in") == "true",
+        10,
+        what="the page after logging in",
+    )
+    assert anonymous.current_url == f"{daemon.dashboard}/"
