@@ -36,7 +36,8 @@ class StreamStatus(Event):
 
     name: str
     source: str
-    """As configured, with a URL's password masked."""
+    """As configured, credentials masked (``edgebox.secrets_mask``): a URL's
+    password, a pipeline's ``user-pw=`` and the like."""
     model: str
     state: StreamState
     reason: str
