@@ -13,7 +13,7 @@ The retained status goes first on every connection (it replaces any status
 still unsent), then the backlog in order. A login the broker refuses is
 logged once and retried slowly; any other failure is retried with capped
 exponential backoff and jitter, so a fleet whose broker comes back does not
-reconnect in one burst.
+reconnect in one burst, capped lower for a few minutes after the link was up.
 """
 
 from __future__ import annotations
@@ -52,6 +52,11 @@ STATS_LOG_INTERVAL_S = 60.0
 IDLE_WAIT_S = 0.25
 """Longest wait for an event while not connected; bounds how long ``stop`` waits."""
 RECONNECT = Backoff(initial_s=1.0, max_s=60.0)
+RECONNECT_AFTER_UP = Backoff(initial_s=1.0, max_s=4.0)
+"""Within ``RECENTLY_UP_S`` of the link being up: a broker restart or a
+network blip is short, and the 60 s backoff kept devices away 15-18 s after
+their broker was back."""
+RECENTLY_UP_S = 300.0
 RELOGIN = Backoff(initial_s=30.0, max_s=600.0)
 """After a refused login: credentials are fixed by a person, not by retrying."""
 
@@ -67,6 +72,8 @@ class MqttForwarder:
         spool_factory: Callable[[], Spool] | None = None,
         backoff: Backoff = RECONNECT,
         refused_backoff: Backoff = RELOGIN,
+        backoff_after_up: Backoff = RECONNECT_AFTER_UP,
+        recently_up_s: float = RECENTLY_UP_S,
         connack_timeout_s: float = 10.0,
         stats_log_interval_s: float = STATS_LOG_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
@@ -86,6 +93,10 @@ class MqttForwarder:
         )
         self._backoff = backoff
         self._refused_backoff = refused_backoff
+        self._backoff_after_up = backoff_after_up
+        self._recently_up_s = recently_up_s
+        self._last_up = float("-inf")
+        """When the link was last seen up (monotonic)."""
         self._connack_timeout_s = connack_timeout_s
         self._stats_log_interval_s = stats_log_interval_s
         self._clock = clock
@@ -281,6 +292,7 @@ class MqttForwarder:
         (``send_window``), and what was dropped while away."""
         self._attempt = 0
         self._state = "connected"
+        self._last_up = self._clock()
         log.info("MQTT: connected to %s", self.broker)
         self._bus.publish(MqttLinkChanged("connected", self.broker))
         (row,) = self._spool.append([self._status_message(online=True)])
@@ -302,6 +314,7 @@ class MqttForwarder:
             if session.refusal is not None:
                 self._refused(session.refusal)
         if was_connected:
+            self._last_up = self._clock()
             log.warning("MQTT: lost the connection to %s: %s", self.broker, reason)
             self._bus.publish(MqttLinkChanged("disconnected", self.broker, reason))
         self._retry_later(reason)
@@ -331,6 +344,8 @@ class MqttForwarder:
     def _retry_later(self, reason: str) -> None:
         refused = self._state == "refused"
         policy = self._refused_backoff if refused else self._backoff
+        if not refused and self._clock() - self._last_up <= self._recently_up_s:
+            policy = self._backoff_after_up
         delay = policy.delay_s(self._attempt) * (0.5 + 0.5 * random.random())
         if not refused:
             self._state = "disconnected"

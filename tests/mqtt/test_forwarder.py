@@ -32,6 +32,8 @@ def forwarders(tmp_path):
         paces=None,
         refused_backoff: Backoff = QUICK,
         stats_log_interval_s: float = 60.0,
+        backoff: Backoff = QUICK,
+        backoff_after_up: Backoff = QUICK,
         **fields,
     ):
         fields.setdefault("spool_path", tmp_path / "spool.sqlite")
@@ -44,8 +46,9 @@ def forwarders(tmp_path):
             router,
             {"device": "dev1", "edgebox_version": "test", "started_at": 0.0},
             lambda: {"models": {"m": {"ready_versions": ["1"]}}, "streams": {}},
-            backoff=QUICK,
+            backoff=backoff,
             refused_backoff=refused_backoff,
+            backoff_after_up=backoff_after_up,
             connack_timeout_s=0.3,
             stats_log_interval_s=stats_log_interval_s,
         )
@@ -138,6 +141,29 @@ def test_messages_published_while_the_broker_is_down_all_arrive_in_order(mosquit
     stats = forwarder.stats()
     assert stats.acknowledged >= 51
     assert stats.dropped == {}
+
+
+def test_a_link_that_was_up_recently_comes_back_soon_after_its_broker(
+    mosquitto, forwarders, caplog
+):
+    """Issue 19: after an outage the retry delay had grown past the outage,
+    so devices came back 15-18 s after their broker. Here the plain backoff
+    would wait at least 6.4 s after the ninth failure; the cap for a link
+    that was up a moment ago is 0.2 s."""
+    caplog.set_level(logging.DEBUG, logger="edgebox.mqtt")
+    forwarder = forwarders(
+        mosquitto.url,
+        backoff=Backoff(initial_s=0.05, max_s=60.0),
+        backoff_after_up=Backoff(initial_s=0.05, max_s=0.2),
+    )
+    wait_for(lambda: forwarder.stats().state == "connected", what="the link")
+    mosquitto.stop()
+    wait_for(
+        lambda: any("retry 9 failed" in r.getMessage() for r in caplog.records),
+        what="nine failed retries",
+    )
+    mosquitto.restart()
+    wait_for(lambda: forwarder.stats().state == "connected", timeout_s=3.0, what="the link back")
 
 
 def test_a_refused_login_is_logged_once_and_retried_slowly(tmp_path, forwarders, caplog):
