@@ -10,6 +10,7 @@ and raises for -5, for how each server counts them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from model_fixtures import write_model
@@ -115,3 +116,60 @@ def write_parity_repository(root: Path) -> Path:
     defaults = write_sequence_py(root, "sequence_py_defaults") / "config.pbtxt"
     defaults.write_text(defaults.read_text().replace("max_sequence_idle_microseconds: 5000000", ""))
     return root
+
+
+_ARANGE = [float(i) for i in range(16)]
+
+
+def _tensor(name: str, data: list, shape=(1, 16), datatype: str = "FP32") -> dict:
+    return {"name": name, "shape": list(shape), "datatype": datatype, "data": data}
+
+
+def _infer_body(*inputs: dict, outputs: list | None = None) -> bytes:
+    document: dict = {"inputs": list(inputs)}
+    if outputs is not None:
+        document["outputs"] = outputs
+    return json.dumps(document).encode()
+
+
+_VALID = (_tensor("INPUT0", _ARANGE), _tensor("INPUT1", _ARANGE))
+FAILURE_REQUESTS = {
+    "valid": ("add_sub_py", _infer_body(*_VALID)),
+    "wrong shape": (
+        "add_sub_py",
+        _infer_body(_tensor("INPUT0", _ARANGE[:8], (1, 8)), _tensor("INPUT1", _ARANGE[:8], (1, 8))),
+    ),
+    "wrong datatype": (
+        "add_sub_py",
+        _infer_body(_tensor("INPUT0", [1] * 16, datatype="INT32"), _tensor("INPUT1", _ARANGE)),
+    ),
+    "unknown input": ("add_sub_py", _infer_body(_VALID[0], _tensor("INPUT9", _ARANGE))),
+    "unknown input besides the right ones": (
+        "add_sub_py",
+        _infer_body(*_VALID, _tensor("INPUT9", _ARANGE)),
+    ),
+    "missing input": ("add_sub_py", _infer_body(_VALID[0])),
+    "batch over max_batch_size": (
+        "add_sub_py",
+        _infer_body(
+            _tensor("INPUT0", _ARANGE * 9, (9, 16)), _tensor("INPUT1", _ARANGE * 9, (9, 16))
+        ),
+    ),
+    "unknown output": ("add_sub_py", _infer_body(*_VALID, outputs=[{"name": "OUTPUT9"}])),
+    "data shorter than the shape": (
+        "add_sub_py",
+        _infer_body(_tensor("INPUT0", _ARANGE[:15]), _VALID[1]),
+    ),
+    "malformed JSON": ("add_sub_py", b'{"inputs": ['),
+    "ensemble input of the wrong shape": (
+        "double",
+        _infer_body(_tensor("IN", _ARANGE[:8], (1, 8))),
+    ),
+    "model answers InferenceResponse(error=...)": (
+        "answers_error",
+        _infer_body(_tensor("IN", [-1], (1,), "INT32")),
+    ),
+    "model execute raises": ("answers_error", _infer_body(_tensor("IN", [-5], (1,), "INT32"))),
+}
+"""Name (``triton_answers.FAILURE_COUNTS``) -> (model, HTTP infer body): what
+counts as a success or a failure, request by request."""

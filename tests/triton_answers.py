@@ -225,3 +225,30 @@ outputs asked into registered system shared memory regions (``shared_memory_regi
 ``parameters`` on the outputs (perf_analyzer's HTTP client reads any output
 ``parameters`` as binary data and needs ``binary_data_size`` there). gRPC: the same
 outputs without parameters, and one empty ``raw_output_contents`` entry each."""
+
+FAILURE_COUNTS = {
+    "valid": (1, 0, 1, 1),
+    "wrong shape": (0, 0, 0, 0),
+    "wrong datatype": (0, 0, 0, 0),
+    "unknown input": (0, 0, 0, 0),
+    "unknown input besides the right ones": (0, 0, 0, 0),
+    "missing input": (0, 0, 0, 0),
+    "batch over max_batch_size": (0, 0, 0, 0),
+    "unknown output": (0, 0, 0, 0),
+    "data shorter than the shape": (0, 0, 0, 0),
+    "malformed JSON": (0, 0, 0, 0),
+    "ensemble input of the wrong shape": (0, 0, 0, 0),
+    "model answers InferenceResponse(error=...)": (1, 0, 1, 1),
+    "model execute raises": (0, 1, 0, 1),
+}
+"""What one HTTP infer request adds to ``/v2/models/M/stats`` (``success``,
+``fail``, ``inference_count``, ``execution_count``) on the parity repository's
+python models (``add_sub_py``; ``double``, an ensemble of it; ``answers_error``).
+``nv_inference_request_success`` and ``nv_inference_request_failure`` move as
+``success`` and ``fail`` do. A request refused before the model saw it counts
+nowhere, whatever its status (400, or 500 for the last two of those). A model's
+error answer is a success, though the client gets 500; a raised ``execute`` is
+a failure with ``reason="BACKEND"``: Triton 2.51 labels the failure counter by
+``reason`` (``REJECTED``, ``CANCELED``, ``BACKEND``, ``OTHER``, each exported
+from 0). Triton updates the statistics after it has answered: read them only
+once they have settled."""
