@@ -344,9 +344,14 @@ class Daemon:
             described = done.describe()
             applied.append(f"'streams' ({described})" if described else "'streams'")
         mqtt_fields = [name for name in change.live if name.startswith("mqtt.")]
-        if self.mqtt is not None and new.mqtt is not None and (mqtt_fields or "streams" in live):
-            self.mqtt.reconfigure(new.mqtt, build_router(new.mqtt, new.streams))
+        if self.mqtt is not None and new.mqtt is not None:
+            files = self.mqtt.reconfigure(new.mqtt, build_router(new.mqtt, new.streams))
             applied += [f"'{name}'" for name in mqtt_fields]
+            applied += [
+                f"'mqtt.{name}' (the file's contents)"
+                for name in files
+                if f"mqtt.{name}" not in mqtt_fields
+            ]
         telemetry_fields = [name for name in change.live if name.startswith("telemetry.")]
         if telemetry_fields:
             telemetry = new.telemetry

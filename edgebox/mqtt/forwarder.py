@@ -128,8 +128,12 @@ class MqttForwarder:
         self._last_stats = float("-inf")
         self._last_stats_log = clock()
         self._logged_figures: tuple = ()
-        self._reconfigured: queue.SimpleQueue[tuple[MqttSettings, Router]] = queue.SimpleQueue()
+        self._reconfigured: queue.SimpleQueue[tuple[MqttSettings, Router, tuple[str, ...]]] = (
+            queue.SimpleQueue()
+        )
         """Handed over by ``reconfigure``, taken (the last one) by the MQTT thread."""
+        self._file_digests = settings.file_digests()
+        """Of the files the connection reads, as last handed to the MQTT thread."""
 
     # -- the daemon's side --------------------------------------------------------
 
@@ -153,14 +157,20 @@ class MqttForwarder:
     def stats(self) -> MqttStats:
         return self._stats
 
-    def reconfigure(self, settings: MqttSettings, router: Router) -> None:
+    def reconfigure(self, settings: MqttSettings, router: Router) -> tuple[str, ...]:
         """A settings reload (the daemon's main thread): the MQTT thread
         routes with ``router`` from its next step and, when ``settings``
-        differ, drops the connection (the broker publishes the last will) and
-        connects with them at once. The spool and its unsent rows stay: they
-        go to the new broker, under the topics they were routed to. The spool
-        and the bus queue keep their sizes (those need a restart)."""
-        self._reconfigured.put((settings, router))
+        differ or a file the connection reads changed (a fixed password in the
+        same ``password_file``), drops the connection (the broker publishes
+        the last will) and connects at once. The spool and its unsent rows
+        stay: they go to the new broker, under the topics they were routed
+        to. The spool and the bus queue keep their sizes (those need a
+        restart). Returns the fields whose files changed."""
+        digests = settings.file_digests()
+        changed = tuple(key for key, digest in digests.items() if digest != self._file_digests[key])
+        self._file_digests = digests
+        self._reconfigured.put((settings, router, changed))
+        return changed
 
     # -- the MQTT thread ----------------------------------------------------------
 
@@ -201,15 +211,18 @@ class MqttForwarder:
         self._refresh_stats()
 
     def _take_settings(self) -> None:
+        files: set[str] = set()
         while not self._reconfigured.empty():
-            settings, self._router = self._reconfigured.get_nowait()
-        if settings == self._settings:
+            settings, self._router, changed = self._reconfigured.get_nowait()
+            files.update(changed)
+        if settings == self._settings and not files:
             return
         self._settings = settings
         self._identity = {**self._identity, "device": settings.resolved_device_id}
         url = settings.parsed_url
         previous, self.broker = self.broker, f"{url.host}:{url.port}"
-        log.info("MQTT: settings changed; reconnecting (was %s, now %s)", previous, self.broker)
+        what = "settings" if not files else ", ".join(f"'{key}'" for key in sorted(files))
+        log.info("MQTT: %s changed; reconnecting (was %s, now %s)", what, previous, self.broker)
         session, self._session = self._session, None
         if session is not None:
             was_connected = session.connected

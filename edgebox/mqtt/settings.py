@@ -10,6 +10,7 @@ fail early), and no message or ``repr`` shows its contents.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 import socket
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 
 DEFAULT_SPOOL_PATH = Path("/var/lib/edgebox/mqtt/spool.sqlite")
 PROTOCOLS = ("5", "3.1.1")
+CREDENTIAL_FILES = ("password_file", "ca_file", "cert_file", "key_file")
 MIN_SPOOL_MB = 0.25
 """The spool file's smallest workable size: a few pages for its tables and
 its journal's reserve (spool_file.py)."""
@@ -134,6 +136,21 @@ class MqttSettings:
                 "on one line"
             )
         return lines[0].strip()
+
+    def file_digests(self) -> dict[str, str | None]:
+        """The SHA-256 of each file the connection reads (password, CA,
+        certificate, key), None for one unset or unreadable: a reload that
+        names the same paths may still bring a fixed password."""
+        digests: dict[str, str | None] = {}
+        for key in CREDENTIAL_FILES:
+            path = getattr(self, key)
+            try:
+                digests[key] = (
+                    None if path is None else hashlib.sha256(path.read_bytes()).hexdigest()
+                )
+            except OSError:
+                digests[key] = None
+        return digests
 
     def problems(self) -> Iterator[tuple[str, str]]:
         """Each ``(field, message)`` wrong with these settings, checked at

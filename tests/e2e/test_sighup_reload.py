@@ -127,3 +127,32 @@ def test_messages_spooled_for_an_unreachable_broker_reach_the_one_a_sighup_names
         )
         assert events[0]["device"] == "dev"
         assert daemon.stop() == 0
+
+
+def test_sighup_after_fixing_the_broker_password_logs_in_at_once(tmp_path, start_daemon):
+    """Issue 19: the same password_file path with a fixed password inside was
+    "nothing applied", and the daemon waited out its slow re-login backoff
+    (30 s and up) before trying again."""
+    repository = tmp_path / "repo"
+    add_add_sub(repository)
+    password_file = tmp_path / "mqtt.password"
+    password_file.write_text("wrong\n")
+    config = tmp_path / "edgebox.yaml"
+    with MosquittoBroker(tmp_path / "broker", users={"edge": "s3cr3t-pw"}) as broker:
+        config.write_text(
+            f"mqtt: {{url: '{broker.url}', device_id: dev, spool_path: '{tmp_path}/spool', "
+            f"username: edge, password_file: '{password_file}'}}\n"
+        )
+        daemon = start_daemon(repository, "--config", str(config))
+        wait_for(lambda: "refused the login" in daemon.log(), what="the refused login")
+
+        password_file.write_text("s3cr3t-pw\n")
+        log = hang_up(daemon, 0)
+
+        assert "settings reloaded: applied 'mqtt.password_file' (the file's contents)" in log
+        wait_for(
+            lambda: f"MQTT: connected to 127.0.0.1:{broker.port}" in daemon.log(),
+            timeout_s=10,
+            what="the login with the fixed password",
+        )
+        assert "s3cr3t" not in daemon.log()
