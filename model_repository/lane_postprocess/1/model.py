@@ -24,10 +24,13 @@ fan out below it are suppressed, not just near-parallel twins."""
 
 
 def lane_probabilities(proposals: np.ndarray) -> np.ndarray:
+    """A proposal with a non-finite logit (an FP16 engine that overflowed) gets
+    NaN, which no threshold passes: no lane, and no warning per frame."""
     logits = proposals[:, :2].astype(np.float64)
-    logits -= logits.max(axis=1, keepdims=True)
-    odds = np.exp(logits)
-    return (odds[:, 1] / odds.sum(axis=1)).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        logits -= logits.max(axis=1, keepdims=True)
+        odds = np.exp(logits)
+        return (odds[:, 1] / odds.sum(axis=1)).astype(np.float32)
 
 
 def rows_present(proposals: np.ndarray) -> np.ndarray:
@@ -83,6 +86,15 @@ class TritonPythonModel:
         for request in requests:
             proposals = pb_utils.get_input_tensor_by_name(request, "predict_lanes").as_numpy()
             height, width = pb_utils.get_input_tensor_by_name(request, "frame_size").as_numpy()
+            if height < 1 or width < 1:
+                # The client's mistake, so a 400 (INVALID_ARG), as Triton's examples answer.
+                error = pb_utils.TritonError(
+                    "lane_postprocess: 'frame_size' must be the frame's (height, width) in "
+                    f"pixels, both positive, got [{height}, {width}]",
+                    pb_utils.TritonError.INVALID_ARG,
+                )
+                responses.append(pb_utils.InferenceResponse(error=error))
+                continue
             scores, lanes = decode_lanes(
                 proposals[0].astype(np.float32), int(height), int(width),
                 self.score_threshold, self.nms_distance_px, self.max_lanes,

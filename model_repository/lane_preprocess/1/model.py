@@ -38,9 +38,11 @@ class TritonPythonModel:
         for request in requests:
             frame = pb_utils.get_input_tensor_by_name(request, "image").as_numpy()
             if frame.shape[0] < 2 or frame.shape[1] < 2:
+                # The client's mistake, so a 400 (INVALID_ARG), as Triton's examples answer.
                 error = pb_utils.TritonError(
                     f"lane_preprocess: 'image' must be a frame of at least 2x2 pixels, "
-                    f"got shape {list(frame.shape)}"
+                    f"got shape {list(frame.shape)}",
+                    pb_utils.TritonError.INVALID_ARG,
                 )
                 responses.append(pb_utils.InferenceResponse(error=error))
                 continue
