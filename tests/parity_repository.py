@@ -101,10 +101,31 @@ instance_group [ { kind: KIND_CPU count: 1 } ]
 """
 
 
+ERROR_STEP_CONFIG = """
+name: "error_step"
+platform: "ensemble"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+ensemble_scheduling {
+  step [
+    {
+      model_name: "answers_error"
+      model_version: -1
+      input_map { key: "IN" value: "IN" }
+      output_map { key: "OUT" value: "OUT" }
+    }
+  ]
+}
+"""
+"""An ensemble of ``answers_error`` alone: how a step's error counts on the ensemble."""
+
+
 def write_parity_repository(root: Path) -> Path:
     write_model(root, "answers_error", ANSWERS_ERROR_CONFIG, {"1/model.py": ANSWERS_ERROR})
     write_model(root, "add_sub_py", ADD_SUB_CONFIG, {"1/model.py": ADD_SUB})
     write_model(root, "double", DOUBLE_CONFIG, {"1/.keep": ""})
+    write_model(root, "error_step", ERROR_STEP_CONFIG, {"1/.keep": ""})
     write_sequence_py(root)
     string_id = write_sequence_py(root, "sequence_py_strid")
     config = string_id / "config.pbtxt"
@@ -170,6 +191,10 @@ FAILURE_REQUESTS = {
         _infer_body(_tensor("IN", [-1], (1,), "INT32")),
     ),
     "model execute raises": ("answers_error", _infer_body(_tensor("IN", [-5], (1,), "INT32"))),
+    "ensemble step answers an error": (
+        "error_step",
+        _infer_body(_tensor("IN", [-1], (1,), "INT32")),
+    ),
 }
 """Name (``triton_answers.FAILURE_COUNTS``) -> (model, HTTP infer body): what
 counts as a success or a failure, request by request."""

@@ -240,6 +240,7 @@ FAILURE_COUNTS = {
     "ensemble input of the wrong shape": (0, 0, 0, 0),
     "model answers InferenceResponse(error=...)": (1, 0, 1, 1),
     "model execute raises": (0, 1, 0, 1),
+    "ensemble step answers an error": (0, 2, 0, 0),
 }
 """What one HTTP infer request adds to ``/v2/models/M/stats`` (``success``,
 ``fail``, ``inference_count``, ``execution_count``) on the parity repository's
@@ -248,7 +249,10 @@ python models (``add_sub_py``; ``double``, an ensemble of it; ``answers_error``)
 ``success`` and ``fail`` do. A request refused before the model saw it counts
 nowhere, whatever its status (400, or 500 for the last two of those). A model's
 error answer is a success, though the client gets 500; a raised ``execute`` is
-a failure with ``reason="BACKEND"``: Triton 2.51 labels the failure counter by
+a failure with ``reason="BACKEND"``. An ensemble whose step answered an error
+(the client gets a 500, or the step's 400 for ``INVALID_ARG``) counts two failures
+for the one request (``reason="OTHER"``), the step one success.
+Triton 2.51 labels the failure counter by
 ``reason`` (``REJECTED``, ``CANCELED``, ``BACKEND``, ``OTHER``, each exported
 from 0). Triton updates the statistics after it has answered: read them only
 once they have settled."""

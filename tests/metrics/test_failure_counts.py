@@ -18,6 +18,14 @@ from daemon_process import DaemonProcess
 from parity_repository import FAILURE_REQUESTS, write_parity_repository
 from triton_answers import FAILURE_COUNTS
 
+DELIBERATE = {
+    "ensemble step answers an error": (
+        (0, 1, 0, 0),
+        "one failed request is one failure; Triton 2.51 counts two on the ensemble",
+    ),
+}
+"""Case -> (edgebox's counts, why they differ from Triton's)."""
+
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
@@ -62,6 +70,6 @@ def test_a_request_counts_as_triton_counts_it(daemon, case):
     except urllib.error.HTTPError as error:
         status = error.code
     delta = tuple(a - b for a, b in zip(counts(daemon, model), before, strict=True))
-    success, fail, inferences, executions = FAILURE_COUNTS[case]
+    success, fail, inferences, executions = DELIBERATE.get(case, (FAILURE_COUNTS[case],))[0]
     assert (status == 200) == (case == "valid")
     assert delta == (success, fail, inferences, executions, success, fail)
