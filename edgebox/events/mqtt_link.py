@@ -1,4 +1,5 @@
-"""The MQTT client's link to its broker went up or down, or the broker refused it."""
+"""The MQTT client's link to its broker went up or down, the broker refused it,
+or another client publishes as this device."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ class MqttLinkChanged(Event):
     refused login is published once, not on every slow retry."""
 
     SCHEMA: ClassVar[str] = "edgebox.mqtt_link"
-    STATES: ClassVar[tuple[str, ...]] = ("connected", "disconnected", "refused")
+    STATES: ClassVar[tuple[str, ...]] = ("connected", "disconnected", "refused", "conflict")
 
     state: str
-    """``connected``, ``disconnected`` (unreachable, or the link dropped), or
-    ``refused`` (bad credentials, not authorised; ``reason`` has the broker's)."""
+    """``connected``, ``disconnected`` (unreachable, or the link dropped),
+    ``refused`` (bad credentials, not authorised; ``reason`` has the broker's),
+    or ``conflict`` (another client publishes this device's status: two
+    devices share a device id; ``reason`` says what was seen)."""
     broker: str
     """The broker's URL, without credentials."""
     reason: str = ""
@@ -28,6 +31,6 @@ class MqttLinkChanged(Event):
     def __post_init__(self) -> None:
         if self.state not in self.STATES:
             raise ValueError(
-                "MqttLinkChanged: expected state 'connected', 'disconnected' or 'refused', "
-                f"got '{self.state}'"
+                "MqttLinkChanged: expected state 'connected', 'disconnected', 'refused' or "
+                f"'conflict', got '{self.state}'"
             )

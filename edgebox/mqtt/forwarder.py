@@ -35,6 +35,7 @@ from edgebox.mqtt.routing import STATUS_CHANGES, Router
 from edgebox.mqtt.session import CONNECT_ERRORS, BrokerSession
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.mqtt.spool import Outgoing, Spool
+from edgebox.mqtt.status_watch import StatusWatch
 
 log = logging.getLogger("edgebox.mqtt")
 
@@ -117,6 +118,8 @@ class MqttForwarder:
         self._last_commit = float("-inf")
         self._status_dirty = False
         self._last_status = float("-inf")
+        self._watch = StatusWatch(identity["device"], identity["started_at"], clock)
+        self._republish_logged = float("-inf")
         self._queue_dropped_seen = 0
         self._unreported: dict[str, int] = {}
         """Queue drops not yet told to subscribers (the spool keeps its own)."""
@@ -219,6 +222,9 @@ class MqttForwarder:
             return
         self._settings = settings
         self._identity = {**self._identity, "device": settings.resolved_device_id}
+        self._watch = StatusWatch(
+            self._identity["device"], self._identity["started_at"], self._clock
+        )
         url = settings.parsed_url
         previous, self.broker = self.broker, f"{url.host}:{url.port}"
         what = "settings" if not files else ", ".join(f"'{key}'" for key in sorted(files))
@@ -261,7 +267,9 @@ class MqttForwarder:
         ):
             messages.append(self._status_message(online=True))
         if messages:
-            self._spool.append(messages)
+            for row in self._spool.append(messages):
+                if row.topic == self._router.topics.status:
+                    self._watch.published(row.payload)
         self._check_degraded()
 
     def _status_message(self, online: bool, reason: str = "") -> Outgoing:
@@ -290,8 +298,14 @@ class MqttForwarder:
         self._spool.ack(will_row.row_id)
         will = LastWill(self._router.topics.status, will_row.payload, self._settings.qos)
         session = BrokerSession(
-            self._settings, will, self._connected, self._connack_timeout_s, self._clock
+            self._settings,
+            will,
+            self._connected,
+            self._connack_timeout_s,
+            self._clock,
+            on_status=self._status_seen,
         )
+        self._watch.connection_opened()
         try:
             session.open()
         except CONNECT_ERRORS as exc:
@@ -309,6 +323,7 @@ class MqttForwarder:
         log.info("MQTT: connected to %s", self.broker)
         self._bus.publish(MqttLinkChanged("connected", self.broker))
         (row,) = self._spool.append([self._status_message(online=True)])
+        self._watch.published(row.payload)
         session.publish(row)
         drops = self._spool.take_drops()
         for kind, count in self._unreported.items():
@@ -316,6 +331,22 @@ class MqttForwarder:
         self._unreported.clear()
         if drops:
             self._bus.publish(SpoolDropped(drops, "spool full or queue overflowed"))
+
+    def _status_seen(self, payload: bytes) -> None:
+        """A message on this device's status topic (inside ``pump``)."""
+        check = self._watch.seen(payload)
+        if check.conflict is not None:
+            log.error("MQTT: %s", check.conflict)
+            self._bus.publish(MqttLinkChanged("conflict", self.broker, check.conflict))
+        if check.republish:
+            self._status_dirty = True
+            if self._clock() - self._republish_logged >= STATS_LOG_INTERVAL_S:
+                self._republish_logged = self._clock()
+                log.warning(
+                    "MQTT: the retained status on '%s' is not this daemon's (a last will the "
+                    "broker sent late, or another client's); publishing ours again",
+                    self._router.topics.status,
+                )
 
     def _lose(self, reason: str) -> None:
         """The connection is gone (or never came up): what was in flight stays

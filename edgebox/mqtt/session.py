@@ -32,15 +32,22 @@ class BrokerSession:
         on_connected: Callable[[BrokerSession], None],
         connack_timeout_s: float,
         clock: Callable[[], float] = time.monotonic,
+        on_status: Callable[[bytes], None] | None = None,
     ) -> None:
+        """``on_status``: each message on the will's (the status) topic, which
+        the session subscribes to before ``on_connected`` publishes there."""
         self._settings = settings
         self._on_connected = on_connected
         self._connack_timeout_s = connack_timeout_s
         self._clock = clock
+        self._status_topic = will.topic
+        self._on_status = on_status
         self._client = new_client(settings, will)
         self._client.on_connect = self._connack
         self._client.on_disconnect = self._disconnected
         self._client.on_publish = self._puback
+        self._client.on_message = self._message
+        self._client.on_subscribe = self._subscribed
         self._connack_deadline = 0.0
         self._in_flight: dict[int, int] = {}
         """paho message id -> spool row id."""
@@ -116,6 +123,7 @@ class BrokerSession:
             client.disconnect()
             client.loop(timeout=0.05)
         client.on_disconnect = client.on_publish = client.on_connect = None
+        client.on_message = client.on_subscribe = None
         sock = client.socket()
         if sock is not None:
             sock.close()
@@ -129,10 +137,26 @@ class BrokerSession:
                 self.refusal = str(reason_code)
             return
         self.connected = True
+        if self._on_status is not None:
+            self._client.subscribe(self._status_topic, qos=1)
         self._on_connected(self)
 
     def _disconnected(self, client, userdata, flags, reason_code, properties) -> None:
         self.lost_reason = self.lost_reason or f"disconnected: {reason_code}"
+
+    def _message(self, client, userdata, message) -> None:
+        if self._on_status is not None and message.topic == self._status_topic:
+            self._on_status(message.payload)
+
+    def _subscribed(self, client, userdata, mid, reason_codes, properties) -> None:
+        refused = [code for code in reason_codes if getattr(code, "is_failure", False)]
+        if refused:
+            log.warning(
+                "MQTT: the broker refused the subscription to this device's own status "
+                "topic '%s' (%s; an ACL?): a stale status there will not be corrected",
+                self._status_topic,
+                refused[0],
+            )
 
     def _puback(self, client, userdata, mid, reason_code, properties) -> None:
         row_id = self._in_flight.pop(mid, None)

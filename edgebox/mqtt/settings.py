@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
+
+from edgebox.mqtt.identity import default_device_id
 
 DEFAULT_SPOOL_PATH = Path("/var/lib/edgebox/mqtt/spool.sqlite")
 PROTOCOLS = ("5", "3.1.1")
@@ -79,8 +80,10 @@ class MqttSettings:
     """First topic levels: ``{topic_prefix}/{device_id}/...``. No ``+``,
     ``#``, leading ``$`` or leading or trailing ``/``."""
     device_id: str = ""
-    """This device's topic level; empty: the hostname, with characters other
-    than letters, digits, ``_``, ``.`` and ``-`` replaced by ``-``."""
+    """This device's topic level; empty: the hostname (characters other than
+    letters, digits, ``_``, ``.`` and ``-`` replaced by ``-``) and eight hex
+    digits unique to the machine, e.g. ``orin-07-3f2a9c1b``, so that devices
+    flashed from one image never share an id (edgebox/mqtt/identity.py)."""
     spool_path: Path | None = None
     """SQLite file holding unsent messages across restarts; none:
     ``/var/lib/edgebox/mqtt/spool.sqlite``."""
@@ -106,7 +109,7 @@ class MqttSettings:
 
     @property
     def resolved_device_id(self) -> str:
-        return self.device_id or hostname_topic_level(socket.gethostname())
+        return self.device_id or default_device_id()
 
     @property
     def resolved_client_id(self) -> str:
@@ -255,8 +258,3 @@ def topic_prefix_problem(prefix: str) -> str | None:
         )
     return None
 
-
-def hostname_topic_level(hostname: str) -> str:
-    """A hostname as one topic level (``orin-07.lab`` stays as it is)."""
-    level = re.sub(r"[^A-Za-z0-9_.-]", "-", hostname).strip("-._")[:64]
-    return level or "edgebox"

@@ -153,7 +153,8 @@ def test_mqtt_link_state_must_be_one_the_outbox_reports():
     with pytest.raises(
         ValueError,
         match=(
-            "MqttLinkChanged: expected state 'connected', 'disconnected' or 'refused', got 'up'"
+            "MqttLinkChanged: expected state 'connected', 'disconnected', 'refused' or "
+            "'conflict', got 'up'"
         ),
     ):
         MqttLinkChanged("up", "mqtt://127.0.0.1:1883")

@@ -11,12 +11,18 @@ import pytest
 
 from daemon_process import wait_for
 from edgebox.backoff import Backoff
-from edgebox.events import EventBus, ModelStateChanged, StreamLatency, StreamResult
+from edgebox.events import (
+    EventBus,
+    ModelStateChanged,
+    MqttLinkChanged,
+    StreamLatency,
+    StreamResult,
+)
 from edgebox.mqtt.forwarder import MqttForwarder
 from edgebox.mqtt.routing import ResultPace, Router
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.mqtt.topics import Topics
-from mosquitto_broker import MosquittoBroker, SilentBroker, Subscriber
+from mosquitto_broker import MosquittoBroker, SilentBroker, Subscriber, make_client
 
 QUICK = Backoff(initial_s=0.05, max_s=0.2)
 
@@ -34,6 +40,7 @@ def forwarders(tmp_path):
         stats_log_interval_s: float = 60.0,
         backoff: Backoff = QUICK,
         backoff_after_up: Backoff = QUICK,
+        started_at: float = 0.0,
         **fields,
     ):
         fields.setdefault("spool_path", tmp_path / "spool.sqlite")
@@ -44,7 +51,7 @@ def forwarders(tmp_path):
             settings,
             bus,
             router,
-            {"device": "dev1", "edgebox_version": "test", "started_at": 0.0},
+            {"device": "dev1", "edgebox_version": "test", "started_at": started_at},
             lambda: {"models": {"m": {"ready_versions": ["1"]}}, "streams": {}},
             backoff=backoff,
             refused_backoff=refused_backoff,
@@ -272,3 +279,54 @@ def test_the_right_password_logs_in(tmp_path, forwarders):
         forwarder = forwarders(broker.url, username="edge", password_file=password_file)
         wait_for(lambda: forwarder.stats().state == "connected", what="the login")
         assert forwarder.stop(5.0)
+
+
+def test_a_retained_offline_from_another_client_is_replaced_by_our_status(mosquitto, forwarders):
+    """Issue 19: a retained ``offline`` published by another client stayed
+    until the daemon's next state change."""
+    with Subscriber(mosquitto, "edgebox/dev1/status") as watcher:
+        forwarder = forwarders(mosquitto.url, started_at=1718000000.5)
+        watcher.wait_for(lambda ms: ms, what="the online status")
+        stale = {"state": "offline", "started_at": 1.0, "reason": "connection lost", "seq": 9}
+        other = make_client(mosquitto)
+        other.connect("127.0.0.1", mosquitto.port)
+        other.loop_start()
+        other.publish(
+            "edgebox/dev1/status", json.dumps(stale), qos=1, retain=True
+        ).wait_for_publish(5)
+        other.disconnect()
+        other.loop_stop()
+        watcher.wait_for(
+            lambda ms: len(ms) >= 3 and json.loads(ms[-1].payload)["state"] == "online",
+            what="our status published again after the stale one",
+        )
+    with Subscriber(mosquitto, "edgebox/dev1/status") as late:
+        retained = late.wait_for(lambda ms: ms, what="the retained status")[0]
+    assert json.loads(retained.payload)["state"] == "online"
+    assert forwarder.stats().state == "connected"
+
+
+@pytest.mark.parametrize("client_ids", [("", ""), ("edgebox-a", "edgebox-b")], ids=["one", "two"])
+def test_two_daemons_with_one_device_id_are_reported_as_a_conflict(
+    mosquitto, forwarders, caplog, client_ids
+):
+    """Issue 19: cloned devices with one device id knocked each other off the
+    broker in a loop ("Unspecified error") and nothing said why. With one
+    client id they take turns on the broker; with two they both publish."""
+    caplog.set_level(logging.ERROR, logger="edgebox.mqtt")
+    first = forwarders(mosquitto.url, started_at=1.5, client_id=client_ids[0])
+    links = first.bus.subscribe(MqttLinkChanged)
+    wait_for(lambda: first.stats().state == "connected", what="the first daemon")
+    second = forwarders(mosquitto.url, started_at=2.5, client_id=client_ids[1])
+    wait_for(
+        lambda: any(
+            "another daemon publishes as device 'dev1'" in r.getMessage() for r in caplog.records
+        ),
+        what="the conflict in the log",
+    )
+    conflicts = [r.getMessage() for r in caplog.records if "another daemon" in r.getMessage()]
+    assert "two devices share this device id; give each its own mqtt.device_id" in conflicts[0]
+    assert first.stop(5.0) and second.stop(5.0)
+    events = [e for e in links.get_batch(1000, 0) if e.state == "conflict"]
+    if any("not ours 1.5" in message for message in conflicts):
+        assert events and f"MQTT: {events[0].reason}" in conflicts

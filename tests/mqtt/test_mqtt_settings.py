@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from edgebox.mqtt.settings import BrokerUrl, MqttSettings, hostname_topic_level
+from edgebox.mqtt.identity import default_device_id, hostname_topic_level
+from edgebox.mqtt.settings import BrokerUrl, MqttSettings
 
 SECRET = "hunter2-not-for-logs"
 
@@ -107,20 +108,14 @@ def test_credentials_in_the_url_are_refused_without_repeating_them() -> None:
     assert found == [("url", "must not hold credentials; use username and password_file")]
 
 
-def test_device_and_client_id_default_to_the_hostname(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(socket, "gethostname", lambda: "orin-07.lab")
-    assert MqttSettings().resolved_device_id == "orin-07.lab"
-    assert MqttSettings().resolved_client_id == "edgebox-orin-07.lab"
+def test_device_and_client_id_default_to_this_machines_id() -> None:
+    machine = default_device_id()
+    assert machine.startswith(hostname_topic_level(socket.gethostname())[:55])
+    assert MqttSettings().resolved_device_id == machine
+    assert MqttSettings().resolved_client_id == f"edgebox-{machine}"
     assert MqttSettings(device_id="cab3").resolved_client_id == "edgebox-cab3"
     assert MqttSettings(device_id="cab3", client_id="fleet-9").resolved_client_id == "fleet-9"
-
-
-@pytest.mark.parametrize(
-    ("hostname", "level"),
-    [("orin-07", "orin-07"), ("my host/#1+", "my-host--1"), ("---", "edgebox"), ("", "edgebox")],
-)
-def test_hostname_is_sanitised_to_one_topic_level(hostname: str, level: str) -> None:
-    assert hostname_topic_level(hostname) == level
+    assert list(MqttSettings(device_id=machine).problems()) == []
 
 
 def test_spool_path_given_is_used(tmp_path: Path) -> None:
