@@ -42,6 +42,7 @@ from edgebox.lifecycle.limits import (
 )
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.protocol.access_policy import parse_restrictions, read_api_key
+from edgebox.secrets_mask import mask_secrets
 from edgebox.streams.source_spec import parse_source
 from edgebox.telemetry.settings import TelemetrySettings
 
@@ -94,6 +95,9 @@ class SettingsError(EdgeboxError):
 def _problem(
     setting: str, source: str, detail: str, place: Place = None, *, paren: bool = False
 ) -> SettingsProblem:
+    """``detail`` may quote the value, which may be a camera URL with its
+    password: masked before it reaches the journal."""
+    detail = mask_secrets(detail)
     origin = f"({source})" if paren else f"from {source}"
     file, line = place or (None, None)
     return SettingsProblem(f"setting '{setting}' {origin}: {detail}", file, line, setting, detail)

@@ -107,6 +107,16 @@ def test_streams_from_the_environment_as_yaml_text():
             "got 'cam'",
         ),
         (
+            "streams: ['rtsp://admin:s3cret@10.0.0.7/live']\n",
+            "setting 'streams[0]' from FILE: expected a mapping with name, source, model, fps, "
+            "got 'rtsp://admin:***@10.0.0.7/live'",
+        ),
+        (
+            "streams: 'rtspsrc location=rtsp://cam/live user-id=admin user-pw=s3cret'\n",
+            "setting 'streams' from FILE: expected a list of streams (each with name, source, "
+            "model, fps), got 'rtspsrc location=rtsp://cam/live user-id=*** user-pw=***'",
+        ),
+        (
             "streams: [{name: cam, source: 0, fsp: 10}]\n",
             "setting 'streams[0]' from FILE: unknown key 'fsp'; did you mean 'fps'?",
         ),
