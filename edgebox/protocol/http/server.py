@@ -633,8 +633,11 @@ class HttpServer:
             self._reading(connection)
 
     def _sweep(self) -> None:
-        """Enforce every deadline that has passed; find the next one."""
+        """Enforce every deadline that has passed; find the next one, counting
+        those scheduled meanwhile (a connection closed with a 503 drains as a
+        new entry the loop does not visit)."""
         now = time.monotonic()
+        self._next_sweep = math.inf
         if self._accept_paused_until and now >= self._accept_paused_until:
             self._accept_paused_until = 0.0
             if self._listener is not None:
@@ -646,7 +649,7 @@ class HttpServer:
                 self._expire(connection)
                 deadline = connection.deadline()
             next_due = min(next_due, deadline)
-        self._next_sweep = max(next_due, now + _SWEEP_GRANULARITY_S)
+        self._next_sweep = max(min(next_due, self._next_sweep), now + _SWEEP_GRANULARITY_S)
 
     def _expire(self, connection: Connection) -> None:
         if connection.state == READING and 0 < connection.probation_deadline <= time.monotonic():

@@ -156,6 +156,26 @@ def test_an_idle_connection_past_the_per_client_cap_is_closed_after_its_probatio
     assert kept.read_response().status == 200
 
 
+def test_a_connection_closed_at_its_probation_is_not_held_past_its_drain(serve, echo, client_of):
+    """The 503's drain deadline is kept even when nothing else is due sooner
+    than the other connection's 30 s header deadline."""
+    server = serve(echo, max_connections_per_client=1, probation_s=0.1, read_timeout_s=30)
+    first, second = client_of(server), client_of(server)
+    for client in (first, second):
+        client.send(b"GET /slow HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+    assert second.read_response().status == 503
+
+    def closed_for_good() -> bool:
+        try:
+            second.send(b"x")  # discarded while the server drains, refused after
+        except OSError:
+            return True
+        return False
+
+    wait_for(closed_for_good, CLIENT_TIMEOUT_S, what="the drain to end (2 s), not at 30 s")
+    assert not first.readable(timeout_s=0)
+
+
 def test_when_full_a_connection_on_probation_makes_room_for_a_client_within_its_cap(
     serve, echo, client_of
 ):
