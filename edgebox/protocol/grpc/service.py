@@ -21,6 +21,7 @@ read, then ends UNAVAILABLE.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -34,6 +35,7 @@ from tritonclient.grpc import service_pb2_grpc
 from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable, Unsupported
 from edgebox.protocol.access_policy import AccessPolicy
+from edgebox.protocol.audit import audited
 from edgebox.protocol.grpc import infer_codec, render, settings_codec
 from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
 from edgebox.protocol.grpc.error_map import status_of
@@ -192,13 +194,17 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     async def RepositoryModelLoad(self, request, context):
         await self._admit("RepositoryModelLoad", context)
-        parameters = _repository_parameters(request.parameters)
-        await self._run(context, self._dataplane.load_model, request.model_name, parameters)
+        name, parameters = request.model_name, _repository_parameters(request.parameters)
+        peer = peer_address(context.peer())
+        work = functools.partial(self._dataplane.load_model, name, parameters)
+        await self._run(context, audited, "load", "grpc", peer, name, work)
         return pb.RepositoryModelLoadResponse()
 
     async def RepositoryModelUnload(self, request, context):
         await self._admit("RepositoryModelUnload", context)
-        await self._run(context, self._unload, request.model_name, request.parameters)
+        name, peer = request.model_name, peer_address(context.peer())
+        work = functools.partial(self._unload, name, request.parameters)
+        await self._run(context, audited, "unload", "grpc", peer, name, work)
         return pb.RepositoryModelUnloadResponse()
 
     # -- system shared memory extension ---------------------------------------------

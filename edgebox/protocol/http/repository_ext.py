@@ -8,6 +8,7 @@ import json
 
 from edgebox.dataplane import DataPlane
 from edgebox.errors import InvalidArgument
+from edgebox.protocol.audit import audited
 from edgebox.protocol.http import render
 from edgebox.protocol.http.messages import HttpRequest, HttpResponse
 from edgebox.protocol.http.request_json import parse_object
@@ -27,7 +28,7 @@ def load(dataplane: DataPlane, request: HttpRequest, name: str) -> HttpResponse:
     parameters = body.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise InvalidArgument(f"load '{name}': 'parameters' must be an object")
-    dataplane.load_model(name, parameters)
+    audited("load", "http", request.peer, name, lambda: dataplane.load_model(name, parameters))
     return HttpResponse(200, [])
 
 
@@ -39,7 +40,7 @@ def unload(dataplane: DataPlane, request: HttpRequest, name: str) -> HttpRespons
     dependents = parameters.get("unload_dependents", False)
     if not isinstance(dependents, bool):
         raise InvalidArgument(f"unload '{name}': 'unload_dependents' must be true or false")
-    dataplane.unload_model(name, dependents)
+    audited("unload", "http", request.peer, name, lambda: dataplane.unload_model(name, dependents))
     return HttpResponse(200, [])
 
 
