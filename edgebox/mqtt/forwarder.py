@@ -416,6 +416,7 @@ class MqttForwarder:
             deadline = self._clock() + self._stop_budget_s
             self._drain(session, self._clock() + self._stop_budget_s / 2)
             (row,) = self._spool.append([self._status_message(False, "shutdown")])
+            self._watch.published(row.payload)
             if session.publish(row):
                 while session.in_flight(row.row_id) and self._clock() < deadline:
                     self._spool.ack_many(session.pump(LOOP_TIMEOUT_S))

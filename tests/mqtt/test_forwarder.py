@@ -79,7 +79,10 @@ def result(stream: str, index: int) -> StreamResult:
     )
 
 
-def test_status_is_retained_online_and_offline_after_a_clean_stop(mosquitto, forwarders):
+def test_status_is_retained_online_and_offline_after_a_clean_stop(
+    mosquitto, forwarders, caplog
+):
+    caplog.set_level(logging.WARNING, logger="edgebox.mqtt")
     forwarder = forwarders(mosquitto.url)
     wait_for(lambda: forwarder.stats().state == "connected", what="the link")
     with Subscriber(mosquitto, "edgebox/dev1/status") as late:
@@ -96,6 +99,7 @@ def test_status_is_retained_online_and_offline_after_a_clean_stop(mosquitto, for
     document = json.loads(offline.payload)
     assert (document["state"], document["reason"]) == ("offline", "shutdown")
     assert document["seq"] > json.loads(online.payload)["seq"]
+    assert "not this daemon's" not in caplog.text, "its own offline status taken for another's"
 
 
 def test_events_arrive_in_order_with_consecutive_seq(mosquitto, forwarders):
