@@ -222,8 +222,10 @@ def add_setting_flags(
     (or ``1``/``0``, ``yes``/``no``, ``on``/``off``). The flag's default is
     "not given" (``SUPPRESS``), so only flags the user gave reach the layers.
     The help is the field's ``metadata["help"]``, else the first sentence of
-    its docstring, then its default; ``metadata["choices"]`` and
-    ``metadata["metavar"]`` pass through to argparse."""
+    its docstring, then its default (or ``metadata["default_help"]``, for an
+    empty default that stands for one worked out at start);
+    ``metadata["choices"]`` and ``metadata["metavar"]`` pass through to
+    argparse."""
     docs = _field_docs(cls)
     special = special or {}
     for field in dataclasses.fields(cls):
@@ -238,10 +240,11 @@ def add_setting_flags(
         extra = {
             key: field.metadata[key] for key in ("choices", "metavar") if key in field.metadata
         }
+        shown = field.metadata.get("default_help") or _shown(field.default)
         parser.add_argument(
             flag,
             default=argparse.SUPPRESS,
-            help=f"{text} (default: {_shown(field.default)})".replace("%", "%%"),
+            help=f"{text} (default: {shown})".replace("%", "%%"),
             **extra,
         )
 
@@ -288,8 +291,7 @@ def _add_section_flags(serve: argparse.ArgumentParser) -> None:
     one given sets that field alone (and turns the section on)."""
     for section, cls in SECTIONS.items():
         for field in dataclasses.fields(cls):
-            default = field.default
-            shown = "none" if default is None else "empty" if default == "" else default
+            shown = field.metadata.get("default_help") or _shown(field.default)
             serve.add_argument(
                 f"--{section}-{field.name.replace('_', '-')}",
                 default=argparse.SUPPRESS,

@@ -114,7 +114,7 @@ class StreamSettings:
 
     name: str
     """Names the stream in the log, its status and results: letters, digits,
-    ``_``, ``.`` and ``-`` (it will become part of MQTT topics)."""
+    ``_``, ``.`` and ``-`` (it is a level of its MQTT results topic)."""
     source: str
     """A V4L2 device (``/dev/video0`` or an index), a video file, an
     ``rtsp://`` URL, a GStreamer pipeline ending in ``appsink``, or

@@ -300,6 +300,20 @@ def test_serve_help_comes_from_each_setting_docstring(capsys: pytest.CaptureFixt
     assert "--model-control-mode {none,poll,explicit}" in help_text
 
 
+def test_serve_help_names_the_default_an_empty_setting_stands_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "mqtt.device_id (default: the hostname and 8 hex digits unique to the machine)" in (
+        help_text
+    )
+    assert "mqtt.spool_path (default: /var/lib/edgebox/mqtt/spool.sqlite)" in help_text
+    assert "mqtt.client_id (default: edgebox-DEVICE_ID)" in help_text
+    assert "(default: empty)" in help_text
+
+
 def test_serve_with_a_bad_environment_variable_exits_with_config_status(
     no_settings_from_the_host: None,
     monkeypatch: pytest.MonkeyPatch,

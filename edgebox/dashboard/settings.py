@@ -34,7 +34,9 @@ class DashboardSettings:
     password_hash: str = ""
     """The ``admin`` user's password hash, written by ``edgebox passwd``;
     empty: nobody can log in."""
-    session_key_path: Path | None = None
+    session_key_path: Path | None = dataclasses.field(
+        default=None, metadata={"default_help": str(DEFAULT_SESSION_KEY_PATH)}
+    )
     """File holding the key that signs session cookies, made at first start
     (mode 0600); none: ``/var/lib/edgebox/dashboard/session.key``. The
     session epoch that logout renews is kept beside it (``.epoch`` in place

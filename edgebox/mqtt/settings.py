@@ -54,7 +54,7 @@ class MqttSettings:
     ``wss://`` (websockets, optionally with a path, ``/mqtt`` by default).
     Ports default to 1883, 8883, 80 and 443. No credentials in the URL: use
     ``username`` and ``password_file``."""
-    client_id: str = ""
+    client_id: str = dataclasses.field(default="", metadata={"default_help": "edgebox-DEVICE_ID"})
     """The MQTT client identifier; empty: ``edgebox-<device_id>``."""
     username: str = ""
     """User name sent to the broker; empty: none."""
@@ -79,12 +79,16 @@ class MqttSettings:
     topic_prefix: str = "edgebox"
     """First topic levels: ``{topic_prefix}/{device_id}/...``. No ``+``,
     ``#``, leading ``$`` or leading or trailing ``/``."""
-    device_id: str = ""
+    device_id: str = dataclasses.field(
+        default="", metadata={"default_help": "the hostname and 8 hex digits unique to the machine"}
+    )
     """This device's topic level; empty: the hostname (characters other than
     letters, digits, ``_``, ``.`` and ``-`` replaced by ``-``) and eight hex
     digits unique to the machine, e.g. ``orin-07-3f2a9c1b``, so that devices
     flashed from one image never share an id (edgebox/mqtt/identity.py)."""
-    spool_path: Path | None = None
+    spool_path: Path | None = dataclasses.field(
+        default=None, metadata={"default_help": str(DEFAULT_SPOOL_PATH)}
+    )
     """SQLite file holding unsent messages across restarts; none:
     ``/var/lib/edgebox/mqtt/spool.sqlite``."""
     spool_max_mb: float = 64
@@ -257,4 +261,3 @@ def topic_prefix_problem(prefix: str) -> str | None:
             f"nor ending with '/', got {prefix!r}"
         )
     return None
-
