@@ -105,6 +105,7 @@ class Spool:
         """Rows on file and their bytes, ``_gone`` left out."""
         self._last_write = monotonic()
         self._last_row_id = 0
+        self._oldest_on_file = 0
         self._file: SpoolFile | None = None
         self.epoch = new_epoch()
         self._seqs: dict[str, int] = {}
@@ -346,9 +347,13 @@ class Spool:
             self._run("shrink", None, self._file.shrink)
 
     def _oldest(self) -> Spooled | None:
+        """Rows join the file above every row on it, so the oldest one left
+        is never below the last one found: the search starts there."""
         if self._file is not None and self._file_rows:
-            found = self._run("read", [], self._file.rows_after, 0, 1, self._gone)
+            after = self._oldest_on_file - 1
+            found = self._run("read", [], self._file.rows_after, after, 1, self._gone)
             if found:
+                self._oldest_on_file = found[0].row_id
                 return found[0]
         first = next(iter(self._fresh.values()), None)
         return None if first is None else first[0]

@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS counters (topic TEXT PRIMARY KEY, last_seq INTEGER NO
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _COLUMNS = "row_id, topic, payload, qos, retain, kind, seq, created_at, size"
-_READ_CHUNK = 256
+_READ_CHUNK = 1024
 
 
 @dataclass(frozen=True)
@@ -138,10 +138,12 @@ class SpoolFile:
         ).fetchone()
 
     def rows_after(self, row_id: int, limit: int, skip: Collection[int] = ()) -> list[Spooled]:
-        """Up to ``limit`` rows above ``row_id`` in order, leaving out ``skip``."""
+        """Up to ``limit`` rows above ``row_id`` in order, leaving out ``skip``.
+        Reads little more than ``limit`` (the MQTT thread asks for a few rows
+        above its cursor at a time), more only while ``skip`` is in the way."""
         found: list[Spooled] = []
+        chunk = limit + 8
         while len(found) < limit:
-            chunk = max(_READ_CHUNK, limit - len(found))
             records = self.conn.execute(
                 f"SELECT {_COLUMNS} FROM rows WHERE row_id > ? ORDER BY row_id LIMIT ?",
                 (row_id, chunk),
@@ -154,6 +156,7 @@ class SpoolFile:
             if len(records) < chunk:
                 break
             row_id = records[-1][0]
+            chunk = min(2 * chunk, _READ_CHUNK)
         return found
 
     def oldest_of(self, kind: str, need: int, skip: Collection[int] = ()) -> list[tuple[int, int]]:
