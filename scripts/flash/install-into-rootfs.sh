@@ -13,7 +13,7 @@
 #   --repository DIR   replaces /var/lib/edgebox/models with a copy of DIR,
 #                      owned by the root's edgebox user
 #   --config FILE      checked inside the root with `edgebox check --config`,
-#                      then installed as /etc/edgebox/edgebox.yaml
+#                      then installed as /etc/edgebox/edgebox.yaml (root:edgebox 0640)
 #   --reinstall        run dpkg -i even when this version is already installed
 #
 # dpkg runs in a chroot, inside new mount and network namespaces
@@ -281,8 +281,9 @@ if [ -n "$config" ]; then
     in_root /usr/bin/edgebox check --config "$stage_in_root/edgebox.yaml" \
         || die "--config '$config' does not pass \`edgebox check --config\` in the root" \
             "(problems above, named by their path in the root); /etc/edgebox/edgebox.yaml unchanged"
-    install -m 0644 -o root -g root "$config" "$rootfs/etc/edgebox/edgebox.yaml"
-    echo "$me: /etc/edgebox/edgebox.yaml is now $config"
+    # As postinst leaves it: it may hold the dashboard's password hash.
+    install -m 0640 -o 0 -g "${owner#*:}" "$config" "$rootfs/etc/edgebox/edgebox.yaml"
+    echo "$me: /etc/edgebox/edgebox.yaml is now $config (root:edgebox 0640)"
 fi
 
 echo "$me: done: edgebox $(installed_version edgebox) in $rootfs, enabled; flash the root now"
