@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from edgebox.streams.frame_source import SourceError
 from edgebox.streams.source_spec import SourceKind, SourceSpec
-from edgebox.streams.sources import SourceError
 
 FFMPEG_OPTIONS_VARIABLE = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
 LOW_LATENCY_FFMPEG_OPTIONS = "rtsp_transport;tcp|fflags;nobuffer|flags;low_delay"
