@@ -159,6 +159,3 @@ class StreamManager:
 
     def status(self) -> list[StreamStatus]:
         return [stream.status() for stream in self._streams]
-
-    def __len__(self) -> int:
-        return len(self._streams)

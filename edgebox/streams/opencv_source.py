@@ -45,7 +45,6 @@ class OpenCvSource:
 
     def __init__(self, spec: SourceSpec) -> None:
         self._cv2 = _import_cv2()
-        self._spec = spec
         self._capture: Any = _open(self._cv2, spec)
 
     def grab(self) -> bool:
