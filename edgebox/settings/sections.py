@@ -24,14 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from edgebox.settings.conversion import convert, field_types
-from edgebox.settings.problems import (
-    Place,
-    SettingsError,
-    SettingsProblem,
-    did_you_mean,
-    nowhere,
-    problem,
-)
+from edgebox.settings.problems import Place, SettingsError, SettingsProblem, did_you_mean, problem
 from edgebox.settings.yaml_source import yaml_text
 
 
@@ -116,11 +109,12 @@ def build(
 
 
 def entries(
-    key: str, cls: type, value: Any, source: str, at: Callable[..., Place] = nowhere
+    key: str, cls: type, value: Any, source: str, at: Callable[..., Place]
 ) -> tuple[Any, ...]:
     """A list section (``streams``) from YAML (a list of mappings) or from text
     holding such a list (the environment); every problem of every entry names
-    the entry and its key (and, from the file, its line)."""
+    the entry and its key (and, from the file, its line: ``at(key, index,
+    field)``)."""
     value = yaml_text(key, value, source)
     if not isinstance(value, list):
         keys = ", ".join(getattr(cls, "ENTRY_KEYS", ()))
