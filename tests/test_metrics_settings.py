@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from edgebox import settings as settings_module
 from edgebox.cli import EXIT_CONFIG, build_parser, main
 from edgebox.settings import SettingsError, load_settings
+from edgebox.settings import loader as settings_module
 
 
 @pytest.fixture(autouse=True)
