@@ -28,7 +28,7 @@ from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends import base
 from edgebox.backends.sequence_io import SequenceTensor, sequence_inputs, state_outputs
-from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
+from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable, one_line
 from edgebox.repository.backend_parameters import (
     ORT_SESSION_PREFIX,
     TENSORRT_EP_CACHE_PATHS,
@@ -129,7 +129,7 @@ class Backend(base.Backend):
             return ort.InferenceSession(str(model_path), sess_options=options, providers=providers)
         except Exception as exc:
             raise Unavailable(
-                f"{context.where}: ONNX Runtime cannot load '{model_path}': {_one_line(exc)}"
+                f"{context.where}: ONNX Runtime cannot load '{model_path}': {one_line(exc)}"
             ) from None
 
 
@@ -218,7 +218,7 @@ class OnnxInstance:
         try:
             results = self._session.run(names, feeds)
         except Exception as exc:
-            return EdgeboxError(f"{self._where}: ONNX Runtime failed: {_one_line(exc)}")
+            return EdgeboxError(f"{self._where}: ONNX Runtime failed: {one_line(exc)}")
         outputs = []
         for name, array in zip(names, results, strict=True):
             datatype = self._datatypes[name]
@@ -298,7 +298,7 @@ def _session_options(ort, context: base.ModelContext):
         except Exception as exc:
             raise InvalidArgument(
                 f"{context.where}: parameter '{key}' = '{value}' rejected by ONNX Runtime: "
-                f"{_one_line(exc)}"
+                f"{one_line(exc)}"
             ) from None
     options.log_severity_level = 3
     return options
@@ -486,8 +486,3 @@ def _shapes_compatible(config_shape: list[int], model_shape: list[int]) -> bool:
     if len(config_shape) != len(model_shape):
         return False
     return all(m == -1 or c == m for c, m in zip(config_shape, model_shape, strict=True))
-
-
-def _one_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")

@@ -17,7 +17,7 @@ import numpy as np
 
 from edgebox.backends.tensorrt.cuda_worker import CudaWorker
 from edgebox.backends.tensorrt.execution import EngineExecution, NoProfileFits
-from edgebox.errors import EdgeboxError
+from edgebox.errors import EdgeboxError, one_line
 from edgebox.tensors import InferRequest, InferResponse, Tensor
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class TensorRTInstance:
             return EdgeboxError(f"{self._where}: {exc}", exc.code)
         except Exception as exc:
             log.exception("%s: TensorRT execution raised", self._where)
-            return EdgeboxError(f"{self._where}: TensorRT execution failed: {_one_line(exc)}")
+            return EdgeboxError(f"{self._where}: TensorRT execution failed: {one_line(exc)}")
         return self._response(request, results)
 
     def _run_batch(self, requests: Sequence[InferRequest]) -> list[InferResponse | EdgeboxError]:
@@ -88,7 +88,7 @@ class TensorRTInstance:
             return [EdgeboxError(f"{self._where}: {exc}", exc.code)] * len(requests)
         except Exception as exc:
             log.exception("%s: TensorRT execution raised", self._where)
-            error = EdgeboxError(f"{self._where}: TensorRT execution failed: {_one_line(exc)}")
+            error = EdgeboxError(f"{self._where}: TensorRT execution failed: {one_line(exc)}")
             return [error] * len(requests)
         total = sum(sizes)
         for name, array in merged.items():
@@ -131,8 +131,3 @@ def _stackable(requests: Sequence[InferRequest]) -> bool:
     return all(t.data.ndim > 0 for t in requests[0].inputs) and all(
         layout(r) == first for r in requests[1:]
     )
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
