@@ -28,6 +28,7 @@ from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends import base
 from edgebox.backends.sequence_io import SequenceTensor, sequence_inputs, state_outputs
+from edgebox.backends.stacked_batch import split_rows, stack_inputs, stackable
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable, one_line
 from edgebox.repository.backend_parameters import (
     ORT_SESSION_PREFIX,
@@ -164,17 +165,14 @@ class OnnxInstance:
         """One request runs as it is; several (a dynamic batch, all with the same
         shapes apart from the batch dimension) run as one session call on their
         inputs concatenated, and each gets its rows of the outputs as views."""
-        if len(requests) == 1 or not _stackable(requests):
+        if len(requests) == 1 or not stackable(requests):
             return [self._run(request) for request in requests]
         return self._run_batch(requests)
 
     def _run_batch(self, requests: Sequence[InferRequest]) -> list[InferResponse | EdgeboxError]:
-        sizes = [request.inputs[0].data.shape[0] for request in requests]
         first = requests[0]
-        inputs = [
-            Tensor(t.name, t.datatype, np.concatenate([r.input(t.name).data for r in requests]))
-            for t in first.inputs
-        ]
+        stacked = stack_inputs(requests)
+        inputs = [Tensor(t.name, t.datatype, stacked[t.name]) for t in first.inputs]
         wanted: set[str] = set()
         for request in requests:
             wanted.update([o.name for o in request.outputs] or self._output_names)
@@ -182,23 +180,19 @@ class OnnxInstance:
         merged = self._run(InferRequest(first.model_name, inputs, outputs=outputs))
         if isinstance(merged, EdgeboxError):
             return [merged] * len(requests)
-        total = sum(sizes)
-        for tensor in merged.outputs:
-            if tensor.data.ndim == 0 or tensor.data.shape[0] != total:
-                error = EdgeboxError(
-                    f"{self._where}: output '{tensor.name}' has shape {list(tensor.data.shape)}, "
-                    f"which does not start with the batch size {total}"
-                )
-                return [error] * len(requests)
-        responses: list[InferResponse | EdgeboxError] = []
-        start = 0
-        for request, size in zip(requests, sizes, strict=True):
-            rows = [
-                Tensor(t.name, t.datatype, t.data[start : start + size]) for t in merged.outputs
-            ]
-            responses.append(InferResponse(self._model_name, self._version, rows, id=request.id))
-            start += size
-        return responses
+        try:
+            rows = split_rows(self._where, {t.name: t.data for t in merged.outputs}, requests)
+        except EdgeboxError as error:
+            return [error] * len(requests)
+        return [
+            InferResponse(
+                self._model_name,
+                self._version,
+                [Tensor(t.name, t.datatype, own[t.name]) for t in merged.outputs],
+                id=request.id,
+            )
+            for request, own in zip(requests, rows, strict=True)
+        ]
 
     def _run(self, request: InferRequest) -> InferResponse | EdgeboxError:
         feeds = {}
@@ -233,18 +227,6 @@ class OnnxInstance:
 
     def close(self) -> None:
         self._session = None
-
-
-def _stackable(requests: Sequence[InferRequest]) -> bool:
-    """Same inputs, datatypes and shapes apart from the batch dimension."""
-
-    def layout(request: InferRequest) -> list:
-        return sorted((t.name, t.datatype, t.data.shape[1:]) for t in request.inputs)
-
-    first = layout(requests[0])
-    return all(t.data.ndim > 0 for t in requests[0].inputs) and all(
-        layout(r) == first for r in requests[1:]
-    )
 
 
 def _as_text(value) -> str:
