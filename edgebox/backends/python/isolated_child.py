@@ -24,7 +24,7 @@ the caller waiting on its id, and queues the rest for the serving thread.
 Custom metrics the model creates (``pb_utils.MetricFamily``) live in this
 process's registry; the families that changed ride on the next
 ``initialized`` or ``result`` message (``metrics``), and the daemon adds
-them to the registry it exports (``custom.MetricMirror``).
+them to the registry it exports (``custom_metrics.MetricMirror``).
 
 Exit status: 0 after ``finalize`` or once the daemon closes the channel (it
 has exited), ``EXIT_OUT_OF_MEMORY`` after the model ran out of memory (the
@@ -51,7 +51,7 @@ import numpy as np
 from google.protobuf import json_format
 
 from edgebox.backends.base import InstanceSpec, ModelContext
-from edgebox.backends.python import runner
+from edgebox.backends.python import custom_metrics, runner
 from edgebox.backends.python.channel import Channel, ChannelClosed
 from edgebox.backends.python.isolated_messages import (
     EXIT_OUT_OF_MEMORY,
@@ -65,7 +65,6 @@ from edgebox.backends.python.isolated_messages import (
 )
 from edgebox.backends.python.tensor_region import TensorRegion, layout, read, write
 from edgebox.errors import EdgeboxError
-from edgebox.metrics import custom as custom_metrics
 from edgebox.repository.config import ModelConfig, config_to_dict
 from edgebox.tensors import InferRequest, InferResponse
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import edgebox
 from edgebox.backends.base import InferFunction, InstanceSpec, ModelContext
+from edgebox.backends.python import custom_metrics
 from edgebox.backends.python.channel import Channel, ChannelClosed
 from edgebox.backends.python.isolated_messages import (
     EXIT_OUT_OF_MEMORY,
@@ -51,7 +52,6 @@ from edgebox.backends.python.isolated_messages import (
 )
 from edgebox.backends.python.tensor_region import TensorRegion, layout, read, write
 from edgebox.errors import EdgeboxError, ErrorCode, Unavailable
-from edgebox.metrics import custom as custom_metrics
 from edgebox.repository.config import config_to_dict
 from edgebox.tensors import InferRequest, InferResponse
 

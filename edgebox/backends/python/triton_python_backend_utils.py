@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from edgebox import tensors
+from edgebox.backends.python import custom_metrics
 from edgebox.errors import EdgeboxError, ErrorCode
-from edgebox.metrics import custom as custom_metrics
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
