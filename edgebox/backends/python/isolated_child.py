@@ -1,8 +1,8 @@
 """The process an isolated python model runs in:
 ``python -m edgebox.backends.python.isolated_child --socket-fd N``.
 
-It drives the model with the in-process runner's own code (``runner.Backend``
-and ``PythonInstance``), so ``model.py`` meets exactly the contract it meets
+It drives the model with the in-process backend's own code (``runner.Backend``
+and ``instance.PythonInstance``), so ``model.py`` meets exactly the contract it meets
 in the daemon: the same module import, ``auto_complete_config``,
 ``initialize`` arguments, request wrapping, per-response errors and output
 checks. It serves the daemon's messages one at a time, in this order:
@@ -53,6 +53,7 @@ from google.protobuf import json_format
 from edgebox.backends.base import InstanceSpec, ModelContext
 from edgebox.backends.python import custom_metrics, runner
 from edgebox.backends.python.channel import Channel, ChannelClosed
+from edgebox.backends.python.instance import PythonInstance
 from edgebox.backends.python.isolated_messages import (
     EXIT_OUT_OF_MEMORY,
     error_from_header,
@@ -83,7 +84,7 @@ class ChildServer:
         self._memory_limit_mb = memory_limit_mb
         self._backend = runner.Backend()
         self._context: ModelContext | None = None
-        self._instance: runner.PythonInstance | None = None
+        self._instance: PythonInstance | None = None
         self._inputs: TensorRegion | None = None
         self._outputs: TensorRegion | None = None
         self._out_of_memory: MemoryError | None = None
