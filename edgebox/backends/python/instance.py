@@ -86,10 +86,11 @@ class PythonInstance:
     def execute_decoupled(
         self, requests: Sequence[InferRequest], sinks: Sequence[ResponseSink]
     ) -> None:
-        """``DecoupledInstance``: each request gets a response sender that
-        sends to its sink. ``execute`` must return None; when it raises (or
-        returns something), the requests whose sender is still open fail with
-        that error; a thread the model started may still be sending to the others."""
+        """The decoupled contract (``base.py``): each request gets a response
+        sender that sends to its sink. ``execute`` must return None; when it
+        raises (or returns something), the requests whose sender is still open
+        fail with that error; a thread the model started may still be sending
+        to the others."""
         pb_requests = []
         senders = []
         for request, sink in zip(requests, sinks, strict=True):
