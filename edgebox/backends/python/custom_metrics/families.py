@@ -240,3 +240,5 @@ def _unsupported(family: Family, what: str) -> str:
 
 
 registry = CustomMetricRegistry()
+"""This process's one registry: pb_utils adds to it; the collector reads it in
+the daemon, a ``ChangeFeed`` in an isolated model's process."""
