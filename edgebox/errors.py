@@ -87,3 +87,18 @@ class ConfigError(EdgeboxError):
             if column is not None:
                 location += f":{column}"
         super().__init__(f"{location}: {message}")
+
+
+def one_line(exc: BaseException) -> str:
+    """``RuntimeError: first line of its message``: how an exception from
+    code edgebox does not own (a runtime, a driver, a backend) goes into a
+    model's error or state reason, which clients and the dashboard show on
+    one line. Only the first line: a runtime's message can run to a whole
+    report. An exception whose ``str`` raises, or whose message is empty
+    (``MemoryError()``), gives its type name alone."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    lines = text.strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")

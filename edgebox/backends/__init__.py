@@ -1,9 +1,14 @@
-"""backends/ turn model files into instances that execute requests.
+"""backends/ turns a model version's files into instances that execute
+requests, one package per platform (``onnxruntime/``, ``python/``,
+``tensorrt/``), each exposing a ``Backend`` with the shape ``base.py`` gives;
+what two platforms share sits beside them (``stacked_batch``, ``sequence_io``).
 
-Each module holds one platform and exposes a ``Backend``; heavy runtimes
-(onnxruntime, tensorrt) are imported only when a model of theirs loads, so a
-missing runtime makes only its own models UNAVAILABLE. Backends never call back
-into the dataplane except through the ``infer`` function a context hands them.
+Invariant: a backend knows one version at a time and nothing above it. It
+imports only the foundation and ``repository/`` (config and path rules), never
+scheduling, lifecycle, the dataplane or a transport; it reaches other models
+only through the ``infer`` functions its ``ModelContext`` hands it (BLS). A
+heavy runtime (onnxruntime, tensorrt) is imported when a model of its own
+loads, so a missing runtime makes only those models UNAVAILABLE.
 """
 
 from __future__ import annotations

@@ -6,8 +6,22 @@ EdgeboxError that request failed with. Raising from ``execute`` fails every
 request of the call; the daemon keeps running either way. The scheduler turns
 that list into one final send per request on the request's response sink
 (``edgebox/responses.py``): unary inference is the sink contract's special case.
-A decoupled model's instance (``DecoupledInstance``) sends through the sinks
-itself instead, zero, one or many responses per request.
+
+A decoupled model's instance (``model_transaction_policy { decoupled: true }``,
+python models only) has ``execute_decoupled(requests, sinks)`` besides, which
+the decoupled scheduler calls instead, as python_backend runs such a model:
+each request gets its own sink, the model's ``request.get_response_sender()``.
+The instance sends zero or more responses, then exactly one final
+(``send(None, final=True)`` when it has no last response), from
+``execute_decoupled`` or from a thread it started, after that returned; it
+reports a request's failure as an error sent, and a send after the final raises
+``ResponseContractError`` back at the model. The sinks are the scheduler's: they
+put each response into client shapes and count it before passing it on.
+Returning ends the call, not the requests: the instance takes the next batch
+while earlier requests may still be sending. Raising fails every request of the
+call that has not sent its final yet. A request without its final when the
+instance is closed (a drain that timed out) gets one from ``close``, so no sink
+waits for ever.
 
 ``execute`` gets one request, or a dynamic batch: requests that share input
 names, datatypes and shapes apart from the batch dimension, whose batch sizes
@@ -107,34 +121,9 @@ class Instance(Protocol):
         """Release what the instance holds; called once, after its last execute."""
 
 
-class DecoupledInstance(Protocol):
-    """An instance of a decoupled model (``model_transaction_policy { decoupled:
-    true }``), as python_backend runs one: each request gets its own sink, the
-    model's ``request.get_response_sender()``. The instance sends zero or more
-    responses, then exactly one final (``send(None, final=True)`` when it has no
-    last response), from ``execute_decoupled`` or from a thread it started,
-    after that returned; it reports a request's failure as an error sent, and
-    a send after the final raises ``ResponseContractError`` back at the model.
-    The sinks are the scheduler's: they put each response into client shapes
-    and count it before passing it on.
-
-    Returning ends the call, not the requests: the instance takes the next
-    batch while earlier requests may still be sending. Raising fails every
-    request of the call that has not sent its final yet."""
-
-    def execute_decoupled(
-        self, requests: Sequence[InferRequest], sinks: Sequence[ResponseSink]
-    ) -> None: ...
-
-    def close(self) -> None:
-        """Release what the instance holds; called once, after its last call.
-        A request that has not had its final by then (a drain that timed out)
-        gets one from ``close``, so no sink waits for ever."""
-
-
 class Backend(abc.ABC):
     """One per platform, created once by the catalog and shared by every model
-    of that platform; ``backends/<platform>.py`` each expose one."""
+    of that platform; each platform's package exposes one as ``Backend``."""
 
     name: str = ""
 

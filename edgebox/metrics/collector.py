@@ -35,12 +35,12 @@ from prometheus_client.core import (
 )
 from prometheus_client.utils import floatToGoString
 
+from edgebox.backends.python import custom_metrics
+from edgebox.backends.python.custom_metrics import CustomMetricRegistry
 from edgebox.dataplane_results import LATENCY_BUCKET_BOUNDS_US
 from edgebox.events.stream_status import StreamStatus
 from edgebox.lifecycle.states import ModelState
 from edgebox.log_limiter import LogLimiter
-from edgebox.metrics import custom as custom_metrics
-from edgebox.metrics.custom import CustomMetricRegistry
 from edgebox.metrics.exposition import TritonCounter
 from edgebox.metrics.telemetry_families import telemetry_families
 from edgebox.mqtt.link_stats import MqttStats

@@ -28,9 +28,9 @@ import logging
 import threading
 import time
 
-from edgebox.errors import EdgeboxError, Unavailable
+from edgebox.errors import EdgeboxError, Unavailable, one_line
 from edgebox.responses import DecoupledUnary, Outcome, ResponseContractError, ResponseSink
-from edgebox.scheduling.direct import answered, cancelled_error, describe, finish_response
+from edgebox.scheduling.direct import answered, cancelled_error, finish_response
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.scheduling.scheduler import Scheduler
 from edgebox.scheduling.statistics import ModelStatistics
@@ -83,7 +83,7 @@ class DecoupledScheduler(Scheduler):
                 instance.execute_decoupled([model_request], [tracked])
             except BaseException as exc:
                 log.exception("%s: execute raised", self._where)
-                tracked.fail(EdgeboxError(f"{self._where}: backend failed: {describe(exc)}"))
+                tracked.fail(EdgeboxError(f"{self._where}: backend failed: {one_line(exc)}"))
             executed = clock()
         finally:
             self._pool.release(instance)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 
-from edgebox.errors import Cancelled, EdgeboxError
+from edgebox.errors import Cancelled, EdgeboxError, one_line
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.scheduling.scheduler import SynchronousScheduler
 from edgebox.scheduling.statistics import ModelStatistics
@@ -52,7 +52,7 @@ class DirectScheduler(SynchronousScheduler):
                 result = instance.execute([model_request])[0]
             except BaseException as exc:
                 log.exception("%s: execute raised", self._where)
-                result = EdgeboxError(f"{self._where}: backend failed: {describe(exc)}")
+                result = EdgeboxError(f"{self._where}: backend failed: {one_line(exc)}")
             executed = clock()
         finally:
             self._pool.release(instance)
@@ -111,22 +111,13 @@ def execute_all(
         return [exc] * len(requests)
     except BaseException as exc:
         log.exception("%s: execute raised", where)
-        error = EdgeboxError(f"{where}: backend failed: {describe(exc)}")
+        error = EdgeboxError(f"{where}: backend failed: {one_line(exc)}")
         return [error] * len(requests)
     return list(results)
 
 
 def cancelled_error(where: str) -> Cancelled:
     return Cancelled(f"{where}: request cancelled: its client gave up while it waited; not run")
-
-
-def describe(exc: BaseException) -> str:
-    """``KeyboardInterrupt: message``, even for an exception whose ``str`` fails."""
-    try:
-        text = str(exc)
-    except Exception:
-        text = ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def finish_response(

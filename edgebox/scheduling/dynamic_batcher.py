@@ -47,12 +47,11 @@ import time
 from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends.base import Instance
-from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
+from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable, one_line
 from edgebox.responses import Outcome, ResponseSink
 from edgebox.scheduling.direct import (
     answered,
     cancelled_error,
-    describe,
     execute_all,
     finish_response,
 )
@@ -196,7 +195,7 @@ class DynamicBatcher(Scheduler):
                     # Whatever went wrong, its callers get an answer and this worker
                     # lives on: a dead worker would leave every later request waiting.
                     log.exception("%s: batch failed", self._where)
-                    error = EdgeboxError(f"{self._where}: batch failed: {describe(exc)}")
+                    error = EdgeboxError(f"{self._where}: batch failed: {one_line(exc)}")
                     now = time.perf_counter_ns()
                     for pending in batch:
                         if pending.result is None:
@@ -208,7 +207,7 @@ class DynamicBatcher(Scheduler):
 
     def _stop_serving(self, exc: BaseException, stranded: list[_Pending]) -> None:
         """A worker died: fail its batch, what waits and everything after it, loudly."""
-        self.failure = f"{self._where}: a batcher worker stopped: {describe(exc)}"
+        self.failure = f"{self._where}: a batcher worker stopped: {one_line(exc)}"
         log.critical("%s; reload the model to serve it again", self.failure, exc_info=exc)
         with self._ready:
             stranded += self._queue

@@ -47,12 +47,11 @@ import time
 import numpy as np
 
 from edgebox.backends.base import Instance
-from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
+from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable, one_line
 from edgebox.responses import Outcome, ResponseSink
 from edgebox.scheduling.direct import (
     answered,
     cancelled_error,
-    describe,
     execute_all,
     finish_response,
 )
@@ -314,7 +313,7 @@ class SequenceBatcher(Scheduler):
                     self._run(lane, batch)
                 except BaseException as exc:
                     log.exception("%s: sequence batch failed", self._where)
-                    error = EdgeboxError(f"{self._where}: batch failed: {describe(exc)}")
+                    error = EdgeboxError(f"{self._where}: batch failed: {one_line(exc)}")
                     now = time.perf_counter_ns()
                     for pending in batch:
                         if pending is not None and pending.result is None:
@@ -503,7 +502,7 @@ class SequenceBatcher(Scheduler):
             self._send(pending)
 
     def _stop_serving(self, exc: BaseException, stranded: list[_Pending]) -> None:
-        self.failure = f"{self._where}: a sequence batcher worker stopped: {describe(exc)}"
+        self.failure = f"{self._where}: a sequence batcher worker stopped: {one_line(exc)}"
         log.critical("%s; reload the model to serve it again", self.failure, exc_info=exc)
         with self._cond:
             for sequence in self._sequences.values():

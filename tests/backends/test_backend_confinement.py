@@ -12,7 +12,8 @@ import pytest
 
 from edgebox.backends.base import InstanceSpec, ModelContext
 from edgebox.backends.onnxruntime import Backend as OnnxBackend
-from edgebox.backends.onnxruntime import _providers_for, _session_options
+from edgebox.backends.onnxruntime.providers import providers_for as _providers_for
+from edgebox.backends.onnxruntime.session_options import session_options as _session_options
 from edgebox.backends.python import Backend as PythonBackend
 from edgebox.errors import InvalidArgument
 from edgebox.repository.config import read_model_config

@@ -21,7 +21,9 @@ from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends import BackendCatalog
 from edgebox.backends.base import InstanceSpec, ModelContext
-from edgebox.backends.onnxruntime import DEFAULT_MAX_BATCH_SIZE, Backend, OnnxInstance
+from edgebox.backends.onnxruntime import Backend
+from edgebox.backends.onnxruntime.autocomplete import DEFAULT_MAX_BATCH_SIZE
+from edgebox.backends.onnxruntime.instance import OnnxInstance
 from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, Unavailable
 from edgebox.repository.config import read_model_config
 from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor
@@ -457,7 +459,7 @@ def test_cpu_instance_has_no_note(tmp_path: Path, backend: Backend, cpu_only: No
 
 
 def test_idle_worker_threads_do_not_spin_by_default(tmp_path: Path) -> None:
-    from edgebox.backends.onnxruntime import _session_options
+    from edgebox.backends.onnxruntime.session_options import session_options as _session_options
 
     context = context_for(add_add_sub(tmp_path, "quiet"))
     options = _session_options(onnxruntime, context)
@@ -466,7 +468,7 @@ def test_idle_worker_threads_do_not_spin_by_default(tmp_path: Path) -> None:
 
 
 def test_session_parameters_pass_through_to_onnxruntime(tmp_path: Path) -> None:
-    from edgebox.backends.onnxruntime import _session_options
+    from edgebox.backends.onnxruntime.session_options import session_options as _session_options
 
     model_dir = add_add_sub(tmp_path, "busy")
     config = model_dir / "config.pbtxt"

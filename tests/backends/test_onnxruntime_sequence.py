@@ -18,7 +18,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from edgebox.backends.base import InstanceSpec, ModelContext
-from edgebox.backends.onnxruntime import Backend, OnnxInstance
+from edgebox.backends.onnxruntime import Backend
+from edgebox.backends.onnxruntime.instance import OnnxInstance
 from edgebox.errors import EdgeboxError, Unavailable
 from edgebox.repository.config import read_model_config
 from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor

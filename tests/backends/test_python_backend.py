@@ -22,7 +22,7 @@ from edgebox.backends import BackendCatalog
 from edgebox.backends.base import InstanceSpec, ModelContext
 from edgebox.backends.python import Backend
 from edgebox.backends.python import triton_python_backend_utils as pb_utils
-from edgebox.backends.python.runner import PythonInstance
+from edgebox.backends.python.instance import PythonInstance
 from edgebox.errors import EdgeboxError, ErrorCode, NotFound, Unavailable
 from edgebox.repository.config import read_model_config
 from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor

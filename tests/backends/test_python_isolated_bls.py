@@ -25,8 +25,8 @@ import pytest
 from daemon_process import wait_for
 from edgebox.backends.base import InstanceSpec, ModelContext
 from edgebox.backends.python import Backend
+from edgebox.backends.python.isolated_bls import MAX_CONCURRENT_BLS
 from edgebox.backends.python.isolation import IsolationOptions
-from edgebox.backends.python.model_process import MAX_CONCURRENT_BLS
 from edgebox.backoff import Backoff
 from edgebox.errors import EdgeboxError, Unavailable
 from edgebox.repository.config import read_model_config

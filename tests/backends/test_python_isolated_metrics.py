@@ -17,10 +17,10 @@ import pytest
 from daemon_process import wait_for
 from edgebox.backends.base import InstanceSpec, ModelContext
 from edgebox.backends.python import Backend
+from edgebox.backends.python import custom_metrics as custom
 from edgebox.backends.python.isolation import IsolationOptions
 from edgebox.backoff import Backoff
 from edgebox.errors import EdgeboxError
-from edgebox.metrics import custom
 from edgebox.repository.config import read_model_config
 from edgebox.tensors import InferRequest, InferResponse, Tensor
 

@@ -13,8 +13,8 @@ import pytest
 
 from edgebox.backends.base import InstanceSpec, ModelContext
 from edgebox.backends.python import Backend
+from edgebox.backends.python import custom_metrics as custom
 from edgebox.backends.python import triton_python_backend_utils as pb_utils
-from edgebox.metrics import custom
 from edgebox.repository.config import read_model_config
 from edgebox.tensors import InferRequest, InferResponse, Tensor
 from model_fixtures import write_model

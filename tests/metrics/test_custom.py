@@ -1,4 +1,4 @@
-"""Custom metric families (``edgebox/metrics/custom.py``) as the collector
+"""Custom metric families (``edgebox/backends/python/custom_metrics/``) as the collector
 exports them: under their own names, a counter declared ``counter`` with no
 ``_total``, a gauge, a histogram with its buckets cumulative, as Triton 2.51 shows them."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from edgebox.metrics import custom
+from edgebox.backends.python import custom_metrics as custom
 from edgebox.metrics.collector import MetricsCollector
 from edgebox.metrics.exposition import render
 

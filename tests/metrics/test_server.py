@@ -10,8 +10,8 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from edgebox.backends.python import custom_metrics as custom
 from edgebox.events import EventBus, ModelStateChanged
-from edgebox.metrics import custom
 from edgebox.metrics.collector import MetricsCollector
 from edgebox.metrics.server import MetricsServer
 

@@ -109,17 +109,17 @@ class Channel:
                 )
             fds = [self._fds.popleft() for _ in range(fd_count)]
         except BaseException:
-            _close_all(self._fds)
+            close_fds(self._fds)
             self._fds.clear()
             raise
         try:
             header = json.loads(buffered[_PREFIX.size : _PREFIX.size + header_size])
             del buffered[: _PREFIX.size + header_size]
         except BaseException:
-            _close_all(fds)
+            close_fds(fds)
             raise
         if not isinstance(header, dict):
-            _close_all(fds)
+            close_fds(fds)
             raise ChannelClosed("message header is not a JSON object")
         return header, buffered, fds
 
@@ -163,10 +163,12 @@ class Channel:
 
     def close(self) -> None:
         self._sock.close()
-        _close_all(self._fds)
+        close_fds(self._fds)
         self._fds.clear()
 
 
-def _close_all(fds: Iterable[int]) -> None:
+def close_fds(fds: Iterable[int]) -> None:
+    """Close descriptors a message brought that nobody will use; the
+    receiver owns every descriptor ``recv`` hands out."""
     for fd in fds:
         os.close(fd)

@@ -1,9 +1,9 @@
 """The process an isolated python model runs in:
 ``python -m edgebox.backends.python.isolated_child --socket-fd N``.
 
-It drives the model with the in-process runner's own code (``runner.Backend``
-and ``PythonInstance``), so ``model.py`` meets exactly the contract it meets
-in the daemon: the same module import, ``auto_complete_config``,
+It drives the model with the in-process backend's own code (``runner.Backend``
+and ``instance.PythonInstance``), so ``model.py`` meets exactly the contract
+it meets in the daemon: the same module import, ``auto_complete_config``,
 ``initialize`` arguments, request wrapping, per-response errors and output
 checks. It serves the daemon's messages one at a time, in this order:
 ``complete_config`` (first process of a version only), ``initialize``, then
@@ -15,16 +15,16 @@ tracker keeping the last frame), the region it points into is given up and a
 fresh one is sent to the daemon, so the next request cannot overwrite what
 the model kept.
 
-BLS calls from the model go to the daemon as ``infer`` messages, each with an
-id of its own, and several may be in flight at once (``async_exec`` calls
-gathered by an ``async def execute``, or threads of the model): a reader
-thread takes every message the daemon sends, hands each ``infer_result`` to
-the caller waiting on its id, and queues the rest for the serving thread.
+BLS calls from the model go to the daemon as ``infer`` messages
+(``isolated_bls.BlsCalls``), several at once if the model makes them so: a
+reader thread takes every message the daemon sends, hands each
+``infer_result`` to the call waiting on its id, and queues the rest for the
+serving thread.
 
 Custom metrics the model creates (``pb_utils.MetricFamily``) live in this
 process's registry; the families that changed ride on the next
 ``initialized`` or ``result`` message (``metrics``), and the daemon adds
-them to the registry it exports (``custom.MetricMirror``).
+them to the registry it exports (``custom_metrics.MetricMirror``).
 
 Exit status: 0 after ``finalize`` or once the daemon closes the channel (it
 has exited), ``EXIT_OUT_OF_MEMORY`` after the model ran out of memory (the
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import itertools
 import logging
 import os
 import queue
@@ -51,23 +50,15 @@ import numpy as np
 from google.protobuf import json_format
 
 from edgebox.backends.base import InstanceSpec, ModelContext
-from edgebox.backends.python import runner
-from edgebox.backends.python.channel import Channel, ChannelClosed
-from edgebox.backends.python.isolated_messages import (
-    EXIT_OUT_OF_MEMORY,
-    error_from_header,
-    error_header,
-    is_error,
-    request_from_header,
-    request_header,
-    response_from_header,
-    results_header,
-)
+from edgebox.backends.python import custom_metrics, runner
+from edgebox.backends.python import isolated_messages as messages
+from edgebox.backends.python.channel import Channel, ChannelClosed, close_fds
+from edgebox.backends.python.instance import PythonInstance
+from edgebox.backends.python.isolated_bls import BlsCalls
 from edgebox.backends.python.tensor_region import TensorRegion, layout, read, write
 from edgebox.errors import EdgeboxError
-from edgebox.metrics import custom as custom_metrics
 from edgebox.repository.config import ModelConfig, config_to_dict
-from edgebox.tensors import InferRequest, InferResponse
+from edgebox.tensors import InferResponse
 
 _log = logging.getLogger("edgebox.backends.python.isolated_child")
 _OWN_REFERENCES = 3
@@ -77,14 +68,14 @@ class ChildServer:
     """Answers the daemon's messages on ``channel`` until told to finalize or
     the daemon goes away. The serving thread runs the model; a reader thread
     receives everything (``_read``); the model's threads wait on their BLS
-    replies (``_bls``)."""
+    replies (``BlsCalls``)."""
 
     def __init__(self, channel: Channel, memory_limit_mb: int) -> None:
         self._channel = channel
         self._memory_limit_mb = memory_limit_mb
         self._backend = runner.Backend()
         self._context: ModelContext | None = None
-        self._instance: runner.PythonInstance | None = None
+        self._instance: PythonInstance | None = None
         self._inputs: TensorRegion | None = None
         self._outputs: TensorRegion | None = None
         self._out_of_memory: MemoryError | None = None
@@ -93,11 +84,7 @@ class ChildServer:
         """The daemon's messages other than BLS replies, for the serving
         thread; None once the channel closed. Unbounded: the daemon sends one
         at a time and waits for its answer."""
-        self._bls_ids = itertools.count(1)
-        self._bls_lock = threading.Lock()
-        self._bls_waiting: dict[int, _BlsReply] = {}
-        """BLS calls sent and not yet answered, by id."""
-        self._closed: ChannelClosed | None = None
+        self._bls = BlsCalls(channel)
         self._reader_exit = 0
         """The exit status once the reader stopped: 0 when the daemon closed
         the channel, 2 when its messages could not be read."""
@@ -119,7 +106,7 @@ class ChildServer:
                 elif op == "execute":
                     self._execute(header)
                     if self._out_of_memory is not None:
-                        return EXIT_OUT_OF_MEMORY
+                        return messages.EXIT_OUT_OF_MEMORY
                 elif op == "finalize":
                     if self._instance is not None:
                         self._instance.close()
@@ -131,10 +118,9 @@ class ChildServer:
             except ChannelClosed:
                 return 0
             except MemoryError:
-                return EXIT_OUT_OF_MEMORY
+                return messages.EXIT_OUT_OF_MEMORY
             finally:
-                for fd in fds:
-                    os.close(fd)
+                close_fds(fds)
 
     def _read(self) -> None:
         """The reader thread: BLS replies to their callers, the rest to the
@@ -146,24 +132,14 @@ class ChildServer:
                 if header.get("op") != "infer_result":
                     self._inbox.put((header, fds))
                     continue
-                _close(fds)
-                with self._bls_lock:
-                    waiting = self._bls_waiting.pop(header.get("id"), None)
-                if waiting is None:
-                    _log.error("a BLS reply for id %r, which no call waits for", header.get("id"))
-                    continue
-                waiting.give(header, payload)
+                close_fds(fds)
+                self._bls.answer(header, payload)
         except Exception as exc:
             if not isinstance(exc, ChannelClosed):
                 _log.exception("reading the daemon's messages failed; exiting")
                 self._reader_exit = 2
                 exc = ChannelClosed(f"reading the daemon's messages failed: {exc}")
-            with self._bls_lock:
-                self._closed = exc
-                waiting_calls = list(self._bls_waiting.values())
-                self._bls_waiting.clear()
-            for waiting in waiting_calls:
-                waiting.fail(exc)
+            self._bls.close(exc)
             self._inbox.put(None)
 
     # -- messages --------------------------------------------------------
@@ -173,7 +149,7 @@ class ChildServer:
         try:
             self._backend.complete_config(context)
         except EdgeboxError as err:
-            self._channel.send({"op": "completed", **error_header(err)})
+            self._channel.send({"op": "completed", **messages.error_header(err)})
             return
         self._context = context
         self._channel.send({"op": "completed", "config": config_to_dict(context.config)})
@@ -198,7 +174,7 @@ class ChildServer:
         try:
             self._instance = self._backend.load_instance(self._context, instance)
         except EdgeboxError as err:
-            self._channel.send({"op": "initialized", **error_header(err)})
+            self._channel.send({"op": "initialized", **messages.error_header(err)})
             return
         self._watch_memory_errors()
         self._channel.send(self._with_metrics({"op": "initialized"}))
@@ -207,7 +183,7 @@ class ChildServer:
         size = int(header["input_bytes"])
         region = np.frombuffer(self._inputs.readable(size), np.uint8, count=size)
         requests = [
-            request_from_header(entry, lambda d: read(region, d, copy=False))
+            messages.request_from_header(entry, lambda d: read(region, d, copy=False))
             for entry in header["requests"]
         ]
         results = self._instance.execute(requests)
@@ -215,7 +191,7 @@ class ChildServer:
         if self._out_of_memory is not None:
             results = [self._memory_error(result) for result in results]
         outputs, end = self._write_outputs(results)
-        entries = results_header(results, outputs)
+        entries = messages.results_header(results, outputs)
         del results
         reply: dict = {"op": "result", "results": entries, "output_bytes": end}
         fds: list[int] = []
@@ -299,66 +275,8 @@ class ChildServer:
             config=config,
             model_dir=Path(header["model_dir"]),
             version_dir=Path(header["version_dir"]),
-            infer=self._bls if header.get("bls") else None,
+            infer=self._bls.infer if header.get("bls") else None,
         )
-
-    def _bls(self, request: InferRequest) -> InferResponse:
-        """A BLS call from the model: sent to the daemon under an id of its
-        own, which runs it as any request and answers with the response or
-        its error under the same id. Any thread may call this, and calls
-        overlap (``async_exec`` calls gathered by an ``async def execute``
-        run on a thread pool): each waits for its own reply only, and its
-        tensors travel in its own message. ChannelClosed once the daemon
-        is gone."""
-        descriptors, sources, end = layout(request.inputs)
-        payload = bytearray(end)
-        write(payload, descriptors, sources)
-        waiting = _BlsReply()
-        with self._bls_lock:
-            if self._closed is not None:
-                raise ChannelClosed(str(self._closed))
-            call_id = next(self._bls_ids)
-            self._bls_waiting[call_id] = waiting
-        message = {"op": "infer", "id": call_id, "request": request_header(request, descriptors)}
-        try:
-            self._channel.send(message, payload)
-        except ChannelClosed:
-            with self._bls_lock:
-                self._bls_waiting.pop(call_id, None)
-            raise
-        del payload
-        header, payload = waiting.wait()
-        if is_error(header):
-            raise error_from_header(header)
-        return response_from_header(header["response"], lambda d: read(payload, d, copy=False))
-
-
-class _BlsReply:
-    """Where the reader thread leaves one BLS call's reply for its caller."""
-
-    def __init__(self) -> None:
-        self._done = threading.Event()
-        self._reply: tuple[dict, bytearray] | None = None
-        self._error: ChannelClosed | None = None
-
-    def give(self, header: dict, payload: bytearray) -> None:
-        self._reply = (header, payload)
-        self._done.set()
-
-    def fail(self, error: ChannelClosed) -> None:
-        self._error = error
-        self._done.set()
-
-    def wait(self) -> tuple[dict, bytearray]:
-        self._done.wait()
-        if self._reply is None:
-            raise ChannelClosed(str(self._error))
-        return self._reply
-
-
-def _close(fds: list[int]) -> None:
-    for fd in fds:
-        os.close(fd)
 
 
 def _still_referenced(region: np.ndarray) -> bool:

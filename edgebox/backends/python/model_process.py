@@ -12,11 +12,8 @@ Custom metrics the model changed come with its ``initialized`` and
 daemon's registry and takes them out again when the process is released.
 
 The model's BLS calls arrive during an exchange (``complete_config``,
-``initialize``, ``execute``), each under an id; several may be in flight at
-once. Each runs on a worker thread of the process's own (at most
-``MAX_CONCURRENT_BLS`` at a time, the rest queue) and is answered under its
-id, its tensors in a payload of its own. A worker whose process ended
-meanwhile drops its answer: the exchange fails on its own (``ProcessExited``).
+``initialize``, ``execute``), each under an id, and go to the process's
+``isolated_bls.BlsServer``, which answers them on threads of its own.
 
 One thread at a time runs an exchange with a process (the instance's
 ``execute`` caller, or the thread loading it); BLS workers only send their
@@ -32,26 +29,17 @@ import signal
 import subprocess
 import sys
 import threading
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import edgebox
 from edgebox.backends.base import InferFunction, InstanceSpec, ModelContext
-from edgebox.backends.python.channel import Channel, ChannelClosed
-from edgebox.backends.python.isolated_messages import (
-    EXIT_OUT_OF_MEMORY,
-    error_from_header,
-    error_header,
-    is_error,
-    request_from_header,
-    request_header,
-    response_from_header,
-    response_header,
-)
+from edgebox.backends.python import custom_metrics
+from edgebox.backends.python import isolated_messages as messages
+from edgebox.backends.python.channel import Channel, ChannelClosed, close_fds
+from edgebox.backends.python.isolated_bls import BlsServer
 from edgebox.backends.python.tensor_region import TensorRegion, layout, read, write
-from edgebox.errors import EdgeboxError, ErrorCode, Unavailable
-from edgebox.metrics import custom as custom_metrics
+from edgebox.errors import EdgeboxError, Unavailable
 from edgebox.repository.config import config_to_dict
 from edgebox.tensors import InferRequest, InferResponse
 
@@ -60,9 +48,6 @@ _log = logging.getLogger("edgebox.backends.python.isolated")
 CHILD_MODULE = "edgebox.backends.python.isolated_child"
 EXIT_WAIT_S = 5.0
 """How long a process whose channel closed gets to finish exiting before it is killed."""
-MAX_CONCURRENT_BLS = 16
-"""BLS calls of one process served at once; more wait their turn in a queue
-(``BlsWorkers``)."""
 
 
 _running: set[subprocess.Popen] = set()
@@ -88,44 +73,11 @@ class ProcessExited(Exception):
     """The process ended (or broke the protocol and was killed) mid-conversation."""
 
 
-class BlsWorkers:
-    """Runs one process's BLS calls, up to ``MAX_CONCURRENT_BLS`` at once on
-    daemon threads started as calls come (and ended once none wait); the
-    rest wait in a FIFO queue. Nothing is dropped: the queue holds what the
-    model sent, and each call's thread in the model waits for its answer.
-    ``submit`` is called by the exchange's thread."""
-
-    def __init__(self, label: str, serve: Callable[..., None]) -> None:
-        self._label = label
-        self._serve = serve
-        self._lock = threading.Lock()
-        self._queue: deque[tuple] = deque()
-        self._threads = 0
-
-    def submit(self, *call: object) -> None:
-        with self._lock:
-            self._queue.append(call)
-            if self._threads >= MAX_CONCURRENT_BLS:
-                return
-            self._threads += 1
-        threading.Thread(target=self._work, name=f"bls-{self._label}", daemon=True).start()
-
-    def _work(self) -> None:
-        while True:
-            with self._lock:
-                if not self._queue:
-                    self._threads -= 1
-                    return
-                call = self._queue.popleft()
-            try:
-                self._serve(*call)
-            except ProcessExited:
-                pass
-            except Exception:
-                _log.exception("%s: serving a BLS request failed", self._label)
-
-
 class ModelProcess:
+    """One isolated model process and what the daemon holds of it (the
+    channel, the two tensor regions, its metrics' mirror), from ``start``
+    until ``release``."""
+
     def __init__(
         self,
         popen: subprocess.Popen,
@@ -139,7 +91,7 @@ class ModelProcess:
         self._metrics = custom_metrics.MetricMirror(label, custom_metrics.registry)
         self._inputs: TensorRegion | None = None
         self._outputs: TensorRegion | None = None
-        self._bls = BlsWorkers(label, self._serve_bls)
+        self._bls = BlsServer(label, channel, lambda: self.poll() is None)
 
     @classmethod
     def start(cls, label: str, memory_limit_mb: int) -> ModelProcess:
@@ -190,8 +142,8 @@ class ModelProcess:
         the completed config as a dict, or the load's EdgeboxError."""
         self._send({"op": "complete_config", **_context_header(context)})
         header, _fds = self._await("completed", context.infer)
-        if is_error(header):
-            raise error_from_header(header)
+        if messages.is_error(header):
+            raise messages.error_from_header(header)
         return header["config"]
 
     def initialize(self, context: ModelContext, instance: InstanceSpec) -> None:
@@ -211,8 +163,8 @@ class ModelProcess:
         }
         self._send(header, fds=[self._inputs.fd, self._outputs.fd])
         reply, _fds = self._await("initialized", context.infer)
-        if is_error(reply):
-            raise error_from_header(reply)
+        if messages.is_error(reply):
+            raise messages.error_from_header(reply)
         self._metrics.apply(reply.get("metrics"))
 
     # -- requests --------------------------------------------------------
@@ -226,7 +178,7 @@ class ModelProcess:
         end = 0
         for request in requests:
             descriptors, sources, end = layout(request.inputs, end)
-            entries.append(request_header(request, descriptors))
+            entries.append(messages.request_header(request, descriptors))
             placed.append((descriptors, sources))
         buffer = self._inputs.writable(end)
         for descriptors, sources in placed:
@@ -244,9 +196,9 @@ class ModelProcess:
                 raise ValueError(f"{len(results)} results for {len(requests)} requests")
             outputs = self._outputs.readable(int(reply["output_bytes"]))
             answers: list[InferResponse | EdgeboxError] = [
-                error_from_header(entry)
-                if is_error(entry)
-                else response_from_header(entry, lambda d: read(outputs, d, copy=True))
+                messages.error_from_header(entry)
+                if messages.is_error(entry)
+                else messages.response_from_header(entry, lambda d: read(outputs, d, copy=True))
                 for entry in results
             ]
         except (KeyError, TypeError, ValueError) as exc:
@@ -315,67 +267,16 @@ class ModelProcess:
             except ChannelClosed as exc:
                 raise ProcessExited(str(exc)) from None
             if header.get("op") == "infer":
-                _close(fds)
+                close_fds(fds)
                 self._bls.submit(header, payload, infer)
                 continue
             if header.get("op") != op:
-                _close(fds)
+                close_fds(fds)
                 raise self._protocol_broken(f"'{header.get('op')}' while waiting for '{op}'")
             if len(fds) > 1 or (fds and not header.get("inputs_replaced")):
-                _close(fds)
+                close_fds(fds)
                 raise self._protocol_broken(f"{len(fds)} unexpected descriptors")
             return header, fds
-
-    def _serve_bls(self, header: dict, payload: bytearray, infer: InferFunction | None) -> None:
-        """On a BLS worker: run the model's BLS request as any other request,
-        and send back its response or error under the request's id; only the
-        model's own request fails if it is bad. ProcessExited when the
-        process ended meanwhile."""
-        call_id = header.get("id")
-        if self.poll() is not None:
-            raise ProcessExited("the process ended before its BLS request was served")
-        try:
-            request = request_from_header(header["request"], lambda d: read(payload, d, copy=False))
-        except (KeyError, TypeError, ValueError) as exc:
-            self._send(
-                {
-                    "op": "infer_result",
-                    "id": call_id,
-                    **error_header(EdgeboxError(f"BLS request: {exc}", ErrorCode.INVALID_ARG)),
-                }
-            )
-            return
-        if infer is None:
-            error = EdgeboxError(
-                f"BLS request to model '{request.model_name}': no inference function was "
-                "given to the python backend, so other models cannot be called",
-                ErrorCode.UNAVAILABLE,
-            )
-            self._send({"op": "infer_result", "id": call_id, **error_header(error)})
-            return
-        try:
-            response = infer(request)
-        except EdgeboxError as err:
-            self._send({"op": "infer_result", "id": call_id, **error_header(err)})
-            return
-        except Exception as exc:
-            _log.exception("BLS request to model '%s' failed", request.model_name)
-            error = EdgeboxError(
-                f"BLS request to model '{request.model_name}': {type(exc).__name__}: {exc}"
-            )
-            self._send({"op": "infer_result", "id": call_id, **error_header(error)})
-            return
-        descriptors, sources, end = layout(response.outputs)
-        data = bytearray(end)
-        write(data, descriptors, sources)
-        self._send(
-            {
-                "op": "infer_result",
-                "id": call_id,
-                "response": response_header(response, descriptors),
-            },
-            data,
-        )
 
     def _protocol_broken(self, what: str) -> ProcessExited:
         _log.error("python model process %d sent %s; killing it", self.pid, what)
@@ -395,7 +296,7 @@ def describe_exit(code: int, memory_limit_mb: int) -> str:
         if -code == signal.SIGKILL:
             text += " (killed by the kernel's out-of-memory killer or by another process)"
         return text
-    if code == EXIT_OUT_OF_MEMORY:
+    if code == messages.EXIT_OUT_OF_MEMORY:
         if memory_limit_mb:
             return f"reached its memory limit of {memory_limit_mb} MB"
         return "ran out of memory"
@@ -411,8 +312,3 @@ def _context_header(context: ModelContext) -> dict:
         "version_dir": str(context.version_dir),
         "bls": context.infer is not None,
     }
-
-
-def _close(fds: list[int]) -> None:
-    for fd in fds:
-        os.close(fd)

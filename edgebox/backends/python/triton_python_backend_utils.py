@@ -1,16 +1,18 @@
 """The ``pb_utils`` module that Triton ``model.py`` files import.
 
-A model written for Triton says ``import triton_python_backend_utils as pb_utils``;
-the runner registers this module under that name before importing any model, so
-the same file runs under Triton and under edgebox. The names, signatures and
-error behaviour follow Triton's python backend
+A model written for Triton says ``import triton_python_backend_utils as
+pb_utils``; ``model_import`` registers this module under that name before
+importing any model, so the same file runs under Triton and under edgebox.
+The names, signatures and error behaviour follow Triton's python backend
 (https://github.com/triton-inference-server/python_backend#usage), with two
 differences that come from running in-process: tensors are the request's own
 numpy arrays (no shared-memory copy), and an isolated model may not be
-decoupled (response senders exist in-process only). An input array another consumer also reads (an
-ensemble's sibling step, a BLS caller) arrives read-only from edgebox and is
-handed to the model as a copy, so a model may write into its inputs, as it may
-under Triton, without changing what anyone else sees.
+decoupled (response senders exist in-process only). An input array another
+consumer also reads (an ensemble's sibling step, a BLS caller) arrives
+read-only from edgebox and is handed to the model as a copy, so a model may
+write into its inputs, as it may under Triton, without changing what anyone
+else sees. Datatype numbers and numpy types come from ``edgebox/tensors.py``
+and model_config.proto, never from a table of this module's own.
 
 BLS calls (``InferenceRequest(...).exec()``) go through the one infer function
 the daemon hands the python backend; every model in the process shares it.
@@ -33,10 +35,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from tritonclient.grpc import model_config_pb2
 
 from edgebox import tensors
+from edgebox.backends.python import custom_metrics
 from edgebox.errors import EdgeboxError, ErrorCode
-from edgebox.metrics import custom as custom_metrics
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
@@ -44,59 +47,31 @@ TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
 TRITONSERVER_REQUEST_RELEASE_ALL = 1
 TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
 
-TRITON_STRING_TO_NUMPY: dict[str, type] = {
-    "TYPE_BOOL": bool,
-    "TYPE_UINT8": np.uint8,
-    "TYPE_UINT16": np.uint16,
-    "TYPE_UINT32": np.uint32,
-    "TYPE_UINT64": np.uint64,
-    "TYPE_INT8": np.int8,
-    "TYPE_INT16": np.int16,
-    "TYPE_INT32": np.int32,
-    "TYPE_INT64": np.int64,
-    "TYPE_FP16": np.float16,
-    "TYPE_FP32": np.float32,
-    "TYPE_FP64": np.float64,
-    "TYPE_STRING": np.object_,
-}
-
-# Triton's numeric DataType values, the same numbers as model_config.proto's TYPE_*.
 _TRITON_DTYPE_BY_DATATYPE: dict[str, int] = {
-    "BOOL": 1,
-    "UINT8": 2,
-    "UINT16": 3,
-    "UINT32": 4,
-    "UINT64": 5,
-    "INT8": 6,
-    "INT16": 7,
-    "INT32": 8,
-    "INT64": 9,
-    "FP16": 10,
-    "FP32": 11,
-    "FP64": 12,
-    "BYTES": 13,
-    "BF16": 14,
+    datatype: model_config_pb2.DataType.Value(tensors.datatype_to_config_type(datatype))
+    for datatype in sorted(tensors.DATATYPES)
 }
-_BF16 = 14
-_BYTES = 13
+"""Triton's numeric DataType values (FP32 is 11), model_config.proto's ``TYPE_*``."""
+_BF16 = _TRITON_DTYPE_BY_DATATYPE["BF16"]
+_BYTES = _TRITON_DTYPE_BY_DATATYPE["BYTES"]
+_NUMPY_DATATYPES = sorted(tensors.DATATYPES - {"BF16"}, key=_TRITON_DTYPE_BY_DATATYPE.get)
+"""The datatypes numpy carries as themselves; BF16 travels as raw ``uint16``."""
 _NUMPY_BY_TRITON_DTYPE: dict[int, type] = {
-    1: np.bool_,
-    2: np.uint8,
-    3: np.uint16,
-    4: np.uint32,
-    5: np.uint64,
-    6: np.int8,
-    7: np.int16,
-    8: np.int32,
-    9: np.int64,
-    10: np.float16,
-    11: np.float32,
-    12: np.float64,
-    13: np.object_,
+    _TRITON_DTYPE_BY_DATATYPE[datatype]: tensors.numpy_dtype(datatype).type
+    for datatype in _NUMPY_DATATYPES
 }
 _TRITON_DTYPE_BY_NUMPY: dict[np.dtype, int] = {
-    np.dtype(kind): value for value, kind in _NUMPY_BY_TRITON_DTYPE.items() if value != _BYTES
+    tensors.numpy_dtype(datatype): _TRITON_DTYPE_BY_DATATYPE[datatype]
+    for datatype in _NUMPY_DATATYPES
+    if datatype != "BYTES"
 }
+
+TRITON_STRING_TO_NUMPY: dict[str, type] = {
+    tensors.datatype_to_config_type(datatype): tensors.numpy_dtype(datatype).type
+    for datatype in _NUMPY_DATATYPES
+}
+# Triton's own table has Python's bool here (np.bool_ everywhere else).
+TRITON_STRING_TO_NUMPY["TYPE_BOOL"] = bool
 
 _model_log = logging.getLogger("edgebox.model")
 _log = logging.getLogger("edgebox.backends.python")
@@ -718,12 +693,7 @@ def serialize_byte_tensor(input_tensor: np.ndarray) -> bytes | None:
     of BYTES tensors in Triton's binary protocol. None for non-string arrays."""
     if input_tensor.dtype.kind not in ("O", "S", "U"):
         return None
-    parts = []
-    for item in input_tensor.flat:
-        data = _as_bytes(item)
-        parts.append(struct.pack("<I", len(data)))
-        parts.append(data)
-    return b"".join(parts)
+    return tensors.serialize_bytes(_bytes_array(input_tensor))
 
 
 def deserialize_bytes_tensor(encoded_tensor: bytes) -> np.ndarray:
@@ -887,8 +857,9 @@ class MetricFamily:
     """A custom metric family (python_backend 23.05+, histograms 24.xx),
     exported on the daemon's ``/metrics`` under its own name with the
     daemon's metrics, e.g. ``curl -s 127.0.0.1:8002/metrics | grep NAME``.
-    A model running isolated (``process``) counts in its own process, where
-    the daemon's endpoint cannot see it. Errors are TritonModelExceptions
+    A model running isolated (``process``) counts in its own process; what
+    changed reaches the daemon's endpoint with its next answer
+    (``custom_metrics.mirror``). Errors are TritonModelExceptions
     with Triton's texts; a ``kind`` that is not a ``MetricFamily`` kind is a
     TypeError, as Triton's constructor raises."""
 

@@ -53,9 +53,6 @@ class TensorBuffers:
         self._buffers[name] = buffer
         return buffer
 
-    def capacities(self) -> dict[str, int]:
-        return {name: b.capacity for name, b in self._buffers.items()}
-
     def free_all(self) -> None:
         buffers, self._buffers = self._buffers, {}
         for buffer in buffers.values():

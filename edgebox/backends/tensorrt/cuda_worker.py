@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from edgebox.backends.tensorrt.compatibility import DeviceInfo
-from edgebox.errors import EdgeboxError, Unavailable
+from edgebox.errors import Unavailable, one_line
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class CudaWorker:
             cuda.init()
             count = cuda.Device.count()
         except Exception as exc:
-            raise Unavailable(f"no usable CUDA GPU: {_one_line(exc)}") from None
+            raise Unavailable(f"no usable CUDA GPU: {one_line(exc)}") from None
         if count == 0:
             raise Unavailable("no CUDA GPU is visible to this process")
         if not 0 <= self._device_id < count:
@@ -138,7 +138,7 @@ class CudaWorker:
             context.push()
         except Exception as exc:
             raise Unavailable(
-                f"cannot make a CUDA context on GPU {self._device_id}: {_one_line(exc)}"
+                f"cannot make a CUDA context on GPU {self._device_id}: {one_line(exc)}"
             ) from None
         try:
             major, minor = device.compute_capability()
@@ -175,10 +175,3 @@ def _logged(teardown: Callable[[], None], name: str) -> Callable[[], None]:
             log.exception("instance '%s': releasing its CUDA resources failed", name)
 
     return run
-
-
-def _one_line(exc: BaseException) -> str:
-    if isinstance(exc, EdgeboxError):
-        return str(exc)
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")

@@ -36,6 +36,7 @@ class EngineExecution:
         self._trt = trt
         self._cuda = cuda
         self._worker = worker
+        # TensorRT requires the runtime to outlive the engine it deserialized.
         self._runtime = runtime
         self._engine = engine
         self.io = io
@@ -119,10 +120,6 @@ class EngineExecution:
             shape, dtype, nbytes = layouts[name]
             results[name] = self._buffers.get(name, nbytes).host_view(nbytes, dtype, shape).copy()
         return results
-
-    def buffer_capacities(self) -> dict[str, int]:
-        self._worker.check_owner()
-        return self._buffers.capacities()
 
     def release(self) -> None:
         """Free buffers and drop TensorRT objects while the context is still

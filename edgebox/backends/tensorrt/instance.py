@@ -15,9 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from edgebox.backends.stacked_batch import split_rows, stack_inputs, stackable
 from edgebox.backends.tensorrt.cuda_worker import CudaWorker
 from edgebox.backends.tensorrt.execution import EngineExecution, NoProfileFits
-from edgebox.errors import EdgeboxError
+from edgebox.errors import EdgeboxError, one_line
 from edgebox.tensors import InferRequest, InferResponse, Tensor
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class TensorRTInstance:
         return self._worker
 
     def execute(self, requests: Sequence[InferRequest]) -> list[InferResponse | EdgeboxError]:
-        if len(requests) > 1 and self._max_batch_size > 0 and _stackable(requests):
+        if len(requests) > 1 and self._max_batch_size > 0 and stackable(requests):
             return self._run_batch(requests)
         return [self._run_one(request) for request in requests]
 
@@ -70,15 +71,11 @@ class TensorRTInstance:
             return EdgeboxError(f"{self._where}: {exc}", exc.code)
         except Exception as exc:
             log.exception("%s: TensorRT execution raised", self._where)
-            return EdgeboxError(f"{self._where}: TensorRT execution failed: {_one_line(exc)}")
+            return EdgeboxError(f"{self._where}: TensorRT execution failed: {one_line(exc)}")
         return self._response(request, results)
 
     def _run_batch(self, requests: Sequence[InferRequest]) -> list[InferResponse | EdgeboxError]:
-        sizes = [request.inputs[0].data.shape[0] for request in requests]
-        feeds = {
-            t.name: np.concatenate([r.input(t.name).data for r in requests])
-            for t in requests[0].inputs
-        }
+        feeds = stack_inputs(requests)
         wanted = self._wanted(requests)
         try:
             merged = self._worker.call(self._execution.run, feeds, wanted)
@@ -88,23 +85,13 @@ class TensorRTInstance:
             return [EdgeboxError(f"{self._where}: {exc}", exc.code)] * len(requests)
         except Exception as exc:
             log.exception("%s: TensorRT execution raised", self._where)
-            error = EdgeboxError(f"{self._where}: TensorRT execution failed: {_one_line(exc)}")
+            error = EdgeboxError(f"{self._where}: TensorRT execution failed: {one_line(exc)}")
             return [error] * len(requests)
-        total = sum(sizes)
-        for name, array in merged.items():
-            if array.ndim == 0 or array.shape[0] != total:
-                error = EdgeboxError(
-                    f"{self._where}: output '{name}' has shape {list(array.shape)}, which does "
-                    f"not start with the batch size {total}"
-                )
-                return [error] * len(requests)
-        responses: list[InferResponse | EdgeboxError] = []
-        start = 0
-        for request, size in zip(requests, sizes, strict=True):
-            rows = {name: array[start : start + size] for name, array in merged.items()}
-            responses.append(self._response(request, rows))
-            start += size
-        return responses
+        try:
+            rows = split_rows(self._where, merged, requests)
+        except EdgeboxError as error:
+            return [error] * len(requests)
+        return [self._response(r, own) for r, own in zip(requests, rows, strict=True)]
 
     def _wanted(self, requests: Sequence[InferRequest]) -> list[str]:
         asked: set[str] = set()
@@ -119,20 +106,3 @@ class TensorRTInstance:
         names = [o.name for o in request.outputs] or self._output_names
         outputs = [Tensor(name, self._datatypes[name], results[name]) for name in names]
         return InferResponse(self._model_name, self._version, outputs, id=request.id)
-
-
-def _stackable(requests: Sequence[InferRequest]) -> bool:
-    """Same inputs, datatypes and shapes apart from the batch dimension."""
-
-    def layout(request: InferRequest) -> list:
-        return sorted((t.name, t.datatype, t.data.shape[1:]) for t in request.inputs)
-
-    first = layout(requests[0])
-    return all(t.data.ndim > 0 for t in requests[0].inputs) and all(
-        layout(r) == first for r in requests[1:]
-    )
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 
-from edgebox.metrics import custom
+from edgebox.backends.python import custom_metrics as custom
 
 
 def through_json(changes: dict | None) -> dict | None:
@@ -69,7 +69,7 @@ def test_a_mirror_leaves_out_what_is_malformed_or_refused_and_says_so(caplog) ->
     taken = daemon.family("taken", "another model's", custom.GAUGE)
     mirror = custom.MetricMirror("model 'm' version 1 instance 'm_0'", daemon)
     good = {"name": "fine", "description": "", "kind": "gauge", "series": []}
-    with caplog.at_level(logging.WARNING, "edgebox.metrics.custom"):
+    with caplog.at_level(logging.WARNING, "edgebox.backends.python.custom_metrics"):
         mirror.apply([1, 2])
         mirror.apply(
             {
