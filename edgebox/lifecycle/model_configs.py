@@ -24,8 +24,8 @@ from edgebox.lifecycle.limits import LoadLimits, config_problem
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.lifecycle.states import ModelState
 from edgebox.repository.config import ModelConfig, read_model_config
-from edgebox.repository.contained_path import check_model_name
 from edgebox.repository.layout import ModelFolder, scan_model
+from edgebox.repository.names import check_model_name
 
 
 class ModelConfigs:

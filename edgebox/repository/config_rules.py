@@ -16,8 +16,9 @@ from edgebox.repository.backend_parameters import (
     session_entry_problem,
     tensorrt_accelerator_problems,
 )
-from edgebox.repository.contained_path import WARMUP_FOLDER, model_name_problem, path_problem
+from edgebox.repository.contained_path import WARMUP_FOLDER, path_problem
 from edgebox.repository.initial_state import INITIAL_STATE_FOLDER_LABEL
+from edgebox.repository.names import model_name_problem
 from edgebox.repository.result_publishing import publishing_problems
 
 _FORMATS_WITH_3_DIMS = (
