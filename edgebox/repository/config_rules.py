@@ -16,7 +16,7 @@ from edgebox.repository.backend_parameters import (
     session_entry_problem,
     tensorrt_accelerator_problems,
 )
-from edgebox.repository.contained_path import WARMUP_FOLDER, path_problem
+from edgebox.repository.contained_path import WARMUP_FOLDER_LABEL, path_problem
 from edgebox.repository.initial_state import INITIAL_STATE_FOLDER_LABEL
 from edgebox.repository.names import model_name_problem
 from edgebox.repository.result_publishing import publishing_problems
@@ -96,7 +96,7 @@ def _check_named_paths(config) -> Iterator[Problem]:
         for input_name, entry in sorted(warmup.inputs.items()):
             if entry.WhichOneof("input_data_type") != "input_data_file":
                 continue
-            problem = path_problem("input_data_file", entry.input_data_file, WARMUP_FOLDER)
+            problem = path_problem("input_data_file", entry.input_data_file, WARMUP_FOLDER_LABEL)
             if problem is not None:
                 yield (
                     f"model_warmup[{index}]",

@@ -31,7 +31,7 @@ from pathlib import Path
 from edgebox.errors import InvalidArgument, Unavailable
 
 MODEL_FOLDER = "the model folder"
-WARMUP_FOLDER = "the model's warmup folder"
+WARMUP_FOLDER_LABEL = "the model's warmup folder"
 
 
 def path_problem(field: str, name: str, folder: str = MODEL_FOLDER, start: str = "") -> str | None:
