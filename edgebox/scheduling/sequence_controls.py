@@ -12,7 +12,7 @@ Implicit state is kept by the scheduler, not the backend, so ONNX Runtime,
 TensorRT and python models share one implementation: a sequence's first
 request gets the state's initial value, every later one the output state its
 predecessor returned. The config was validated when it was read
-(``repository/config_rules.py``); what is checked here is what only a request
+(``repository/sequence_batching_rules.py``); what is checked here is what only a request
 can get wrong, its correlation ID against the CORRID datatype.
 """
 
