@@ -280,7 +280,15 @@ class SequenceBatcher(BatchWorkers):
         clock = time.perf_counter_ns
         started = clock()
         template = next(p for p in batch if p is not None)
-        requests = [self._row_request(p, template) for p in batch]
+        requests = [
+            self._controls.row_request(
+                self._signature.to_model_shapes((p or template).request),
+                p.tag if p is not None else None,
+                p.sequence.state if p is not None and p.sequence is not None else None,
+                self._signature.outputs,
+            )
+            for p in batch
+        ]
         prepared = clock()
         results = execute_all(lane.instance, requests, self._where)
         executed = clock()
@@ -312,18 +320,6 @@ class SequenceBatcher(BatchWorkers):
             self.statistics.record_request(
                 good, done - pending.enqueued_ns, started - pending.enqueued_ns
             )
-
-    def _row_request(self, pending: _Pending | None, template: _Pending) -> InferRequest:
-        """The backend's request for one row: the client's, or for padding
-        the template's made into zeros (``SequenceControls.row_request``)."""
-        if pending is None:
-            request = self._signature.to_model_shapes(template.request)
-            return self._controls.row_request(request, None, None, self._signature.outputs)
-        assert pending.sequence is not None
-        request = self._signature.to_model_shapes(pending.request)
-        return self._controls.row_request(
-            request, pending.tag, pending.sequence.state, self._signature.outputs
-        )
 
     def _complete(self, batch: list[_Pending | None], place: int) -> None:
         """Free what ended, then send the finals: a client that starts the
