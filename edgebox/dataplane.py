@@ -43,8 +43,8 @@ from edgebox.lifecycle.registry import UNKNOWN_MODEL, ModelRegistry, ServedModel
 from edgebox.lifecycle.states import ModelState
 from edgebox.log_settings import LogSettings
 from edgebox.repository.config import config_from_json
-from edgebox.repository.contained_path import check_model_name
 from edgebox.repository.layout import scan_repository
+from edgebox.repository.names import check_model_name
 from edgebox.repository.rollback import (
     VersionFolders,
     model_folder,

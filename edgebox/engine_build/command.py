@@ -22,6 +22,12 @@ from types import ModuleType
 from typing import Any
 
 from edgebox import __version__
+from edgebox.backends.tensorrt.compatibility import (
+    SIDECAR_FILENAME,
+    DeviceInfo,
+    EngineBuildRecord,
+    read_record,
+)
 from edgebox.backends.tensorrt.imports import import_pycuda_driver, import_tensorrt
 from edgebox.engine_build.builder import BuildResult, EngineBuilder
 from edgebox.engine_build.calibration import (
@@ -34,7 +40,7 @@ from edgebox.engine_build.config_writer import (
     engine_model_config,
     model_config_text,
 )
-from edgebox.engine_build.device import DeviceInfo, device_context, read_device
+from edgebox.engine_build.device import device_context, read_device
 from edgebox.engine_build.network_io import (
     NetworkIO,
     Profile,
@@ -51,13 +57,7 @@ from edgebox.engine_build.preprocessing import (
     list_images,
     opencv_reader,
 )
-from edgebox.engine_build.sidecar import (
-    SIDECAR_FILENAME,
-    EngineBuildRecord,
-    file_sha256,
-    read_record,
-    utc_timestamp,
-)
+from edgebox.engine_build.sidecar import file_sha256, utc_timestamp
 from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, NotFound
 from edgebox.repository.config import (
     CONFIG_FILENAME,

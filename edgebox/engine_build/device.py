@@ -11,21 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from edgebox.backends.tensorrt.compatibility import DeviceInfo
 from edgebox.errors import Unavailable
 
 DEVICE_ID = 0
 """Jetson modules have one integrated GPU."""
-
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    name: str
-    compute_capability: str
-    """"major.minor", as the sidecar records it."""
 
 
 def read_device(cuda: ModuleType | Any, device_id: int = DEVICE_ID) -> DeviceInfo:

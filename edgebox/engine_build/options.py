@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgebox.errors import InvalidArgument
-from edgebox.repository.layout import IGNORED_SUFFIXES, is_ignored, version_number
+from edgebox.repository.names import check_new_model_name, version_number
 
 Shape = tuple[int, ...]
 
@@ -93,9 +93,9 @@ def parse_build_options(
     """Numbers arrive as the strings the user typed, so every bad value is
     reported in this module's words, naming the flag. Raises InvalidArgument
     for the first problem found."""
-    _check_model_name(model, "--model")
+    check_new_model_name(model, "--model")
     if preprocess_model is not None:
-        _check_model_name(preprocess_model, "--preprocess-model")
+        check_new_model_name(preprocess_model, "--preprocess-model")
     number = None
     if version is not None:
         number = version_number(version)
@@ -278,17 +278,3 @@ def _non_negative(text: str | None, flag: str, expected: str) -> int | None:
     if not (value.isascii() and value.isdigit()):
         raise InvalidArgument(f"{flag} '{text}': expected {expected}")
     return int(value)
-
-
-def _check_model_name(model: str, flag: str) -> None:
-    """publish.py's naming rule, checked here so a bad name stops the command
-    before the build rather than after it."""
-    if not model:
-        raise InvalidArgument(f"{flag}: model name is empty")
-    if "/" in model or "\0" in model:
-        raise InvalidArgument(f"{flag} '{model}': a model name must not contain '/'")
-    if is_ignored(model):
-        raise InvalidArgument(
-            f"{flag} '{model}': names starting with '.' or ending with "
-            f"{' or '.join(IGNORED_SUFFIXES)} are ignored by the repository"
-        )

@@ -5,13 +5,35 @@ is refused when it is loaded, never discovered by a client's request."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+Config = TypeVar("Config")
 
 
 def composing_models(config) -> list[str]:
     if config is None or config.platform != "ensemble":
         return []
     return [step.model_name for step in config.ensemble_scheduling.step]
+
+
+def with_steps(
+    configs: dict[str, Config | None],
+    pending: list[str],
+    read: Callable[[str], Config | None],
+    skip: Callable[[str], bool] = lambda name: False,
+) -> dict[str, Config | None]:
+    """``configs`` with the configs of ``pending`` added, and those of every
+    model their ensembles compose, directly or through other ensembles: each
+    model read once (``read``: None when it cannot be), and cycles end where
+    they close. A model ``skip`` names is left out with what it composes.
+    Extends and returns ``configs``; ``pending`` is used up."""
+    while pending:
+        name = pending.pop()
+        if name not in configs and not skip(name):
+            configs[name] = read(name)
+            pending += composing_models(configs[name])
+    return configs
 
 
 def cycle_reason(cycle: list[str]) -> str:

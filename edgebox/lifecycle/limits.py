@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from tritonclient.grpc import model_config_pb2
 
-from edgebox.errors import InvalidArgument, Unavailable
+from edgebox.errors import Unavailable
 
 DEFAULT_MAX_WARMUP_REQUESTS = 1000
 DEFAULT_MAX_INSTANCES_PER_MODEL = 16
@@ -86,12 +86,6 @@ def config_problem(name: str, config, limits: LoadLimits, gpu_ids: list[int]) ->
             "(setting 'max_instances_per_model')"
         )
     return None
-
-
-def check_config(name: str, config, limits: LoadLimits, gpu_ids: list[int]) -> None:
-    problem = config_problem(name, config, limits, gpu_ids)
-    if problem is not None:
-        raise InvalidArgument(problem)
 
 
 class InstanceLedger:

@@ -5,7 +5,7 @@ its policy allows, load each one fully (all instances, see version_loader.py)
 while the old ones keep serving, publish it, and only then retire what it
 replaces (retirer.py: closed once its in-flight requests finish). A failed
 load leaves what was serving in place and records the reason; a version that
-failed is not tried again until its config or files change.
+failed is not tried again until its config or files change (failed_loads.py).
 
 Locking (operations.py): operations on one model run one at a time; operations
 on different models run side by side, so a slow load never holds up another
@@ -32,14 +32,16 @@ from edgebox.lifecycle.dependencies import (
     dependents_of,
     load_order,
     steps_left_unneeded,
+    with_steps,
 )
+from edgebox.lifecycle.failed_loads import FailedLoads
 from edgebox.lifecycle.limits import LoadLimits
 from edgebox.lifecycle.model_configs import ModelConfigs
 from edgebox.lifecycle.operations import LoadInProgress, ModelOperations, remaining_s
-from edgebox.lifecycle.registry import ModelRegistry, ServedModel
+from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.lifecycle.retirer import FOLDER_REMOVED, REPLACED, VersionRetirer
 from edgebox.lifecycle.states import ModelState
-from edgebox.lifecycle.version_loader import VersionLoader
+from edgebox.lifecycle.version_loader import LoaderSetup, VersionLoader
 from edgebox.repository.config import ModelConfig
 from edgebox.repository.layout import ModelFolder, scan_model, scan_repository
 from edgebox.repository.version_policy import missing_specific_versions, select_versions
@@ -72,15 +74,14 @@ class LifecycleManager:
         self._configs = ModelConfigs(repository, registry, limits, gpu_ids)
         self._operations = ModelOperations(registry)
         self._versions = VersionLoader(
-            repository, registry, catalog, infer, self._operations, gpu_ids, limits, infer_stream
+            LoaderSetup(repository, catalog, infer, infer_stream, gpu_ids, limits),
+            registry,
+            self._operations,
         )
         self._retirer = VersionRetirer(registry, self._versions.close)
+        self._failed = FailedLoads()
         self._lock = threading.Lock()
-        """Held only for bookkeeping, never across a load: guards ``_failed``,
-        which loads of different models write at once while one prunes it."""
-        self._failed: dict[tuple[str, int], tuple[tuple, str]] = {}
-        """(model, version) -> (source, reason) of a load that failed: not retried
-        until its config or files change, unless a caller insists."""
+        """Held only for bookkeeping, never across a load: guards ``_requested``."""
         self._requested: set[str] = set()
         """Models loaded because someone named them, not only as an ensemble's
         step: ``unload_dependents`` leaves these loaded, as Triton does."""
@@ -96,13 +97,7 @@ class LifecycleManager:
         wanted = list(snapshot.models) if names is None else list(names)
         with self._lock:
             self._requested.update(wanted)
-        configs: dict[str, ModelConfig | None] = {}
-        pending = list(wanted)
-        while pending:
-            name = pending.pop()
-            if name not in configs:
-                configs[name] = self._read_or_none(name)
-                pending += composing_models(configs[name])
+        configs = with_steps({}, list(wanted), self._read_or_none)
         order, cyclic = load_order(configs)
         for name, reason in cyclic.items():
             self._registry.set_status(name, None, ModelState.UNAVAILABLE, reason)
@@ -184,10 +179,9 @@ class LifecycleManager:
             with self._operations.operating(model):
                 self._retirer.retire_model(model, "unloaded")
             self._configs.drop_override(model)
+            self._failed.forget(model)
             with self._lock:
                 self._requested.discard(model)
-                for key in [k for k in self._failed if k[0] == model]:
-                    del self._failed[key]
 
     def forget_model(self, name: str) -> None:
         """The model's folder is gone: unload it and drop its states."""
@@ -301,9 +295,9 @@ class LifecycleManager:
             current = serving.get(version)
             if current is not None and current.source == source:
                 continue
-            failed = self._failed.get((name, version))
-            if failed is not None and failed[0] == source and not retry_failed:
-                failures.append(failed[1])
+            reason = self._failed.reason(name, version, source)
+            if reason is not None and not retry_failed:
+                failures.append(reason)
                 continue
             replacing = [
                 old for number, old in serving.items() if number == version or number not in wanted
@@ -311,13 +305,12 @@ class LifecycleManager:
             try:
                 served = self._versions.load(name, version, config, load, replacing)
                 served.source = source
-                previous = self._publish_unless_cancelled(served, load)
+                previous = self._versions.publish(served, load)
             except EdgeboxError as exc:
                 if self._operations.cancelled(load):
                     # An unload or shutdown follows; nothing to record or retire.
                     raise
-                with self._lock:
-                    self._failed[(name, version)] = (source, str(exc))
+                self._failed.record(name, version, source, str(exc))
                 failures.append(str(exc))
                 first_code = first_code or exc.code
                 if version in self._registry.served_versions(name):
@@ -328,8 +321,7 @@ class LifecycleManager:
                         f"reload failed, still serving the previous load: {exc}",
                     )
                 continue
-            with self._lock:
-                self._failed.pop((name, version), None)
+            self._failed.clear(name, version)
             if previous is not None:
                 self._retirer.retire(previous, REPLACED)
 
@@ -352,9 +344,7 @@ class LifecycleManager:
         for version in self._registry.statuses(name):
             if version is not None and version not in available and version not in leaving:
                 self._registry.clear_status(name, version)
-        with self._lock:
-            for key in [k for k in self._failed if k[0] == name and k[1] not in available]:
-                del self._failed[key]
+        self._failed.forget(name, keep=available)
         if failures:
             still = sorted(self._registry.served_versions(name))
             serving_text = f" (still serving version(s) {still})" if still else ""
@@ -364,21 +354,6 @@ class LifecycleManager:
             refusal = InvalidArgument if first_code is ErrorCode.INVALID_ARG else Unavailable
             raise refusal(f"model '{name}': {failures[0]}{serving_text}")
 
-    def _publish_unless_cancelled(
-        self, served: ServedModel, load: LoadInProgress
-    ) -> ServedModel | None:
-        """Make ``served`` take traffic and return what it replaces, unless the
-        load was cancelled meanwhile: then it is closed unpublished. One step
-        that no cancellation interrupts, so a shutdown that gave up waiting
-        for this load never sees it published afterwards."""
-        with self._operations.uncancelled(load) as reason:
-            if not reason:
-                return self._registry.publish(served)
-        error = Unavailable(f"{served.where}: load cancelled: {reason}")
-        self._versions.close(served)
-        self._registry.set_status(served.name, served.version, ModelState.UNAVAILABLE, str(error))
-        raise error
-
     def _retry_dependents(self, name: str) -> None:
         """Ensembles that could not load while ``name`` was missing get another
         try once it serves; their own files did not change, so nothing else
@@ -386,11 +361,7 @@ class LifecycleManager:
         configs = self._configs.snapshot()
         for dependent in dependents_of(name, configs):
             config = configs.get(dependent)
-            if config is None or self._registry.served_versions(dependent):
-                continue
-            with self._lock:
-                failed = any(key[0] == dependent for key in self._failed)
-            if not failed:
+            if config is None or self._is_served(dependent) or not self._failed.any_of(dependent):
                 continue
             try:
                 self._run_load(dependent, config, None, retry_failed=True)
@@ -402,13 +373,9 @@ class LifecycleManager:
         serving yet, deepest first, as Triton does for an ensemble it is asked
         to load. A step that fails is left for the ensemble's own load to
         report."""
-        configs: dict[str, ModelConfig | None] = {name: config}
-        pending = composing_models(config)
-        while pending:
-            step = pending.pop()
-            if step not in configs and not self._is_served(step):
-                configs[step] = self._read_or_none(step)
-                pending += composing_models(configs[step])
+        configs = with_steps(
+            {name: config}, composing_models(config), self._read_or_none, self._is_served
+        )
         order, _ = load_order(configs)
         for step in order:
             if step == name or configs.get(step) is None or self._is_served(step):
@@ -431,9 +398,3 @@ class LifecycleManager:
 
     def _is_served(self, name: str) -> bool:
         return bool(self._registry.served_versions(name))
-
-    def dependents(self, name: str) -> list[str]:
-        return dependents_of(name, self._configs.snapshot())
-
-    def composing(self, name: str) -> list[str]:
-        return self._configs.composing(name)

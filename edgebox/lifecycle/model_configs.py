@@ -19,13 +19,13 @@ import threading
 from pathlib import Path
 
 from edgebox.errors import ConfigError, NotFound
-from edgebox.lifecycle.dependencies import composing_models, cycle_reason, find_cycle
+from edgebox.lifecycle.dependencies import cycle_reason, find_cycle
 from edgebox.lifecycle.limits import LoadLimits, config_problem
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.lifecycle.states import ModelState
 from edgebox.repository.config import ModelConfig, read_model_config
-from edgebox.repository.contained_path import check_model_name
 from edgebox.repository.layout import ModelFolder, scan_model
+from edgebox.repository.names import check_model_name
 
 
 class ModelConfigs:
@@ -112,9 +112,6 @@ class ModelConfigs:
     def snapshot(self) -> dict[str, ModelConfig]:
         with self._lock:
             return dict(self._configs)
-
-    def composing(self, name: str) -> list[str]:
-        return composing_models(self._configs.get(name))
 
     def _problem(self, name: str, config: ModelConfig) -> str | None:
         """Under ``_lock``: an ensemble cycle through the configs known now,

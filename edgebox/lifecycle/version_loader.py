@@ -1,7 +1,8 @@
 """Builds one version, fully, before it takes traffic: the backend completes
 the config, every instance of ``instance_group`` loads, the scheduler is put
-in front of them, labels are read and warm-up runs. Also closes a version the
-registry no longer hands out, giving back its instances.
+in front of them, labels are read and warm-up runs; then publishes it, unless
+its load was cancelled meanwhile. Also closes a version the registry no longer
+hands out, giving back its instances.
 
 Runs on the loading thread, as the one operation on its model (see
 operations.py), and checks for cancellation before each instance and each
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from edgebox.backends import BackendCatalog
@@ -41,31 +43,36 @@ from edgebox.signature import ModelSignature
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class LoaderSetup:
+    """What every version is built with, fixed for the daemon's life."""
+
+    repository: Path
+    catalog: BackendCatalog
+    infer: InferFunction
+    """The dataplane's ``infer``, for ensembles and python models' BLS calls."""
+    infer_stream: InferStreamFunction | None
+    gpu_ids: list[int]
+    limits: LoadLimits
+
+
 class VersionLoader:
-    """Builds and closes versions for the lifecycle manager. Thread-safe:
-    loads of different models build side by side, and retire threads close
-    what they drained."""
+    """Builds, publishes and closes versions for the lifecycle manager.
+    Thread-safe: loads of different models build side by side, and retire
+    threads close what they drained."""
 
     def __init__(
-        self,
-        repository: Path,
-        registry: ModelRegistry,
-        catalog: BackendCatalog,
-        infer: InferFunction,
-        operations: ModelOperations,
-        gpu_ids: list[int],
-        limits: LoadLimits,
-        infer_stream: InferStreamFunction | None = None,
+        self, setup: LoaderSetup, registry: ModelRegistry, operations: ModelOperations
     ) -> None:
-        self._repository = repository
-        self._infer_stream = infer_stream
+        self._repository = setup.repository
+        self._infer_stream = setup.infer_stream
         self._registry = registry
-        self._catalog = catalog
-        self._infer = infer
+        self._catalog = setup.catalog
+        self._infer = setup.infer
         self._operations = operations
-        self._gpu_ids = gpu_ids
-        self._limits = limits
-        self._instances = InstanceLedger(limits.max_instances_total)
+        self._gpu_ids = setup.gpu_ids
+        self._limits = setup.limits
+        self._instances = InstanceLedger(setup.limits.max_instances_total)
         self._lock = threading.Lock()
         self._held: dict[int, int] = {}
         """id(ServedModel) -> its instance ledger ticket, until it is closed."""
@@ -107,6 +114,20 @@ class VersionLoader:
             raise error from None
         context.health = lambda ready, reason: self._instance_health(served, ready, reason)
         return served
+
+    def publish(self, served: ServedModel, load: LoadInProgress) -> ServedModel | None:
+        """Make ``served`` take traffic and return what it replaces, unless the
+        load was cancelled meanwhile: then it is closed unpublished and
+        Unavailable raised. One step that no cancellation interrupts, so a
+        shutdown that gave up waiting for this load never sees it published
+        afterwards."""
+        with self._operations.uncancelled(load) as reason:
+            if not reason:
+                return self._registry.publish(served)
+        error = Unavailable(f"{served.where}: load cancelled: {reason}")
+        self.close(served)
+        self._registry.set_status(served.name, served.version, ModelState.UNAVAILABLE, str(error))
+        raise error
 
     def close(self, served: ServedModel) -> None:
         """Close a version no request can reach any more and give back the

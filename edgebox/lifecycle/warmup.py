@@ -22,9 +22,8 @@ from tritonclient.grpc import model_config_pb2
 
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
 from edgebox.lifecycle.limits import warmup_request_count
-from edgebox.repository import contained_path
-from edgebox.repository.contained_path import resolve_inside
-from edgebox.repository.tensor_file import read_tensor_file
+from edgebox.repository.contained_path import WARMUP_FOLDER_LABEL, resolve_inside
+from edgebox.repository.tensor_file import read_tensor_file, zeros
 from edgebox.scheduling.scheduler import Scheduler
 from edgebox.scheduling.sequence_tag import WARMUP_SEQUENCE
 from edgebox.scheduling.statistics import ModelStatistics
@@ -111,7 +110,7 @@ def _request(
         elif kind == "random_data":
             data = _random(rng, datatype, shape)
         else:
-            data = _zeros(datatype, shape)
+            data = zeros(datatype, shape)
         inputs.append(Tensor(name, datatype, data))
     # A stateful model's warm-up request is a sequence of its own, no client's.
     parameters = (
@@ -120,14 +119,6 @@ def _request(
         else {}
     )
     return InferRequest(config.name, inputs, id=f"warmup:{warmup.name}", parameters=parameters)
-
-
-def _zeros(datatype: str, shape: list[int]) -> np.ndarray:
-    if datatype == "BYTES":
-        data = np.empty(shape, dtype=object)
-        data.fill(b"")
-        return data
-    return np.zeros(shape, dtype=numpy_dtype(datatype))
 
 
 def _random(rng: np.random.Generator, datatype: str, shape: list[int]) -> np.ndarray:
@@ -156,6 +147,6 @@ def _from_file(
     before anything is read, so neither ``/dev/zero`` nor a huge file is read."""
     where = f"{label}, input '{name}'"
     path = resolve_inside(
-        folder, filename, "input_data_file", where, folder_label=contained_path.WARMUP_FOLDER
+        folder, filename, "input_data_file", where, folder_label=WARMUP_FOLDER_LABEL
     )
     return read_tensor_file(path, datatype, shape, where)

@@ -20,6 +20,7 @@ from tritonclient.grpc import model_config_pb2
 from edgebox.errors import ConfigError
 from edgebox.repository.config_locator import FieldPositions, locate_fields
 from edgebox.repository.config_rules import check_model_config
+from edgebox.repository.names import version_number
 
 ModelConfig = model_config_pb2.ModelConfig
 
@@ -265,7 +266,7 @@ def _resolve_platform(config: ModelConfig, model_dir: Path) -> None:
 def _backend_from_files(model_dir: Path) -> str | None:
     try:
         versions = sorted(
-            (p for p in model_dir.iterdir() if p.is_dir() and _is_version_name(p.name)),
+            (p for p in model_dir.iterdir() if p.is_dir() and version_number(p.name) is not None),
             key=lambda p: int(p.name),
             reverse=True,
         )
@@ -276,12 +277,6 @@ def _backend_from_files(model_dir: Path) -> str | None:
             if (version_dir / filename).exists():
                 return backend
     return None
-
-
-def _is_version_name(name: str) -> bool:
-    """layout.py's rule (which imports this module): a positive integer in ASCII
-    digits without a leading zero."""
-    return name.isascii() and name.isdigit() and not name.startswith("0")
 
 
 def _parse_error_text(exc: text_format.ParseError) -> str:

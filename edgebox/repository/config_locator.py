@@ -15,6 +15,9 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 Position = tuple[int, int]
 
+Problem = tuple[str, str]
+"""(field path, message): what a config rule finds, located through ``FieldPositions.find``."""
+
 
 class FieldPositions:
     def __init__(self, positions: dict[str, Position]) -> None:

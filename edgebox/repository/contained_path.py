@@ -16,9 +16,6 @@ stricter ``<model>/warmup``). A model folder that is itself a symlink is fine:
 containment is measured from where it really is. Messages show only the name
 the config gave, never where a path outside leads.
 
-A model name is held to the same idea: one folder name inside the repository
-(``model_name_problem``), never ``..`` or ``a/b``.
-
 ``read_regular_file`` is the one way a named file is read: regular files only
 (a FIFO, a device such as ``/dev/zero`` or a directory is refused without
 blocking), and never more than the caller's byte limit, checked before reading.
@@ -34,7 +31,7 @@ from pathlib import Path
 from edgebox.errors import InvalidArgument, Unavailable
 
 MODEL_FOLDER = "the model folder"
-WARMUP_FOLDER = "the model's warmup folder"
+WARMUP_FOLDER_LABEL = "the model's warmup folder"
 
 
 def path_problem(field: str, name: str, folder: str = MODEL_FOLDER, start: str = "") -> str | None:
@@ -93,33 +90,6 @@ def model_file_inside(model_dir: Path, version_dir: Path, filename: str, where: 
     if not path.exists():
         raise Unavailable(f"{where}: model file '{path}' not found")
     return path
-
-
-NAME_MAX = 255
-"""Linux's limit on one path segment; a longer name cannot be a folder."""
-
-
-def model_name_problem(name: str) -> str | None:
-    """Why ``name`` cannot be a model name, or None. A model name is one folder
-    name inside the repository: ``..`` or ``a/b`` would lead the daemon to read
-    a config and run a model.py outside it. Both the repository extension (load
-    and unload requests) and the scanner apply this rule."""
-    if len(name.encode("utf-8", "surrogatepass")) > NAME_MAX:
-        return f"model name '{name[:32]}...': longer than {NAME_MAX} bytes, the longest folder name"
-    if not name or name in (".", "..") or "/" in name or "\0" in name:
-        shown = name.replace("\0", "\\0")
-        return (
-            f"model name '{shown}': expected a single folder name "
-            "(not '.' or '..', without '/' or NUL)"
-        )
-    return None
-
-
-def check_model_name(name: str) -> None:
-    """Raise InvalidArgument when ``name`` is not a single folder name."""
-    problem = model_name_problem(name)
-    if problem is not None:
-        raise InvalidArgument(problem)
 
 
 class FileTooLarge(ValueError):

@@ -28,8 +28,8 @@ from tritonclient.grpc import model_config_pb2
 
 from edgebox.errors import InvalidArgument
 from edgebox.repository.contained_path import path_problem, resolve_inside
-from edgebox.repository.tensor_file import read_tensor_file
-from edgebox.tensors import config_type_to_datatype, numpy_dtype
+from edgebox.repository.tensor_file import read_tensor_file, zeros
+from edgebox.tensors import config_type_to_datatype
 
 INITIAL_STATE_FOLDER = "initial_state"
 """Where ``data_file`` files live, inside the model folder."""
@@ -50,7 +50,7 @@ def initial_state_value(state, model_dir: Path, batched: bool, where: str) -> np
     lead = [1] if batched else []
     if not state.initial_state:
         datatype = _datatype(state.data_type, label)
-        return _read_only(_zeros(datatype, lead + [1 if d == -1 else d for d in state.dims]))
+        return _read_only(zeros(datatype, lead + [1 if d == -1 else d for d in state.dims]))
     initial = state.initial_state[0]
     datatype = _datatype(initial.data_type, label)
     dims = list(initial.dims)
@@ -59,21 +59,13 @@ def initial_state_value(state, model_dir: Path, batched: bool, where: str) -> np
     shape = lead + dims
     if initial.WhichOneof("state_data") == "data_file":
         return _read_only(_from_file(model_dir, initial.data_file, datatype, shape, label))
-    return _read_only(_zeros(datatype, shape))
+    return _read_only(zeros(datatype, shape))
 
 
 def _datatype(config_type: int, label: str) -> str:
     if config_type == model_config_pb2.TYPE_INVALID:
         raise InvalidArgument(f"{label}: data_type is not set")
     return config_type_to_datatype(model_config_pb2.DataType.Name(config_type))
-
-
-def _zeros(datatype: str, shape: list[int]) -> np.ndarray:
-    if datatype == "BYTES":
-        data = np.empty(shape, dtype=object)
-        data.fill(b"")
-        return data
-    return np.zeros(shape, dtype=numpy_dtype(datatype))
 
 
 def _from_file(

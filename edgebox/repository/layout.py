@@ -16,12 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgebox.repository.config import CONFIG_FILENAME
-from edgebox.repository.contained_path import model_name_problem
+from edgebox.repository.names import is_ignored, model_name_problem, version_number
 
 log = logging.getLogger(__name__)
-
-IGNORED_SUFFIXES = (".tmp", ".partial")
-"""Folders still being copied, by the naming convention ``edgebox publish`` uses."""
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]
 """(relative path, size, mtime_ns, ctime_ns) of every file, sorted."""
@@ -49,17 +46,6 @@ class ModelFolder:
 class RepositorySnapshot:
     root: Path
     models: dict[str, ModelFolder]
-
-
-def is_ignored(name: str) -> bool:
-    return name.startswith(".") or name.endswith(IGNORED_SUFFIXES)
-
-
-def version_number(name: str) -> int | None:
-    # str.isdigit() also accepts superscripts (int() raises) and Arabic-Indic digits.
-    if name.isascii() and name.isdigit() and not name.startswith("0"):
-        return int(name)
-    return None
 
 
 def scan_repository(root: Path, fingerprints: bool = True) -> RepositorySnapshot:

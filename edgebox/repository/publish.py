@@ -5,9 +5,9 @@ The settle check (``settle.py``) only guesses that a copy has finished: it waits
 for the files to stop changing, and a copy that stalls for longer than a poll
 interval looks finished. An atomic rename is the only way a poller can never
 see a half copy, so everything is first copied into a hidden staging folder in
-the model folder (hidden names are ignored by ``layout.py``, and the same
-filesystem makes ``os.rename`` atomic), flushed to disk, and only then renamed
-to its version number. After a power cut the version is either absent or
+the model folder (the scanner ignores hidden names, ``names.is_ignored``, and
+the same filesystem makes ``os.rename`` atomic), flushed to disk, and only then
+renamed to its version number. After a power cut the version is either absent or
 complete, never truncated.
 
 A model that is not in the repository yet is built whole in a hidden folder at
@@ -33,7 +33,8 @@ from pathlib import Path
 
 from edgebox.errors import ConfigError, EdgeboxError, ErrorCode, InvalidArgument, NotFound
 from edgebox.repository.config import CONFIG_FILENAME, parse_model_config_file
-from edgebox.repository.layout import IGNORED_SUFFIXES, is_ignored, scan_model, version_number
+from edgebox.repository.layout import scan_model
+from edgebox.repository.names import check_new_model_name, version_number
 
 SKIPPED_NAMES = ("__pycache__",)
 """Left out of a directory source: Python writes it when model.py is imported,
@@ -68,7 +69,7 @@ def publish_version(
     staging folder is removed and the repository is as it was (except, on a
     lost race for the version number, an installed ``config``).
     """
-    _check_model_name(model)
+    check_new_model_name(model)
     requested = _requested_version(version) if version is not None else None
     if not repository.is_dir():
         problem = NotFound if not repository.exists() else InvalidArgument
@@ -105,18 +106,6 @@ def publish_version(
     except OSError as exc:
         raise EdgeboxError(f"model '{model}' version {number}: {exc}") from None
     return target
-
-
-def _check_model_name(model: str) -> None:
-    if not model:
-        raise InvalidArgument("model name is empty")
-    if "/" in model or "\0" in model:
-        raise InvalidArgument(f"model name '{model}': must not contain '/'")
-    if is_ignored(model):
-        raise InvalidArgument(
-            f"model name '{model}': names starting with '.' or ending with "
-            f"{' or '.join(IGNORED_SUFFIXES)} are ignored by the repository"
-        )
 
 
 def _requested_version(version: int | str) -> int:

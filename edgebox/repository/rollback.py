@@ -5,7 +5,7 @@ poll mode, docs/dashboard.md).
 In poll mode the repository folder is the truth, so a rollback does what an
 operator would do by hand: every version folder newer than the one asked for
 is renamed from ``<model>/<v>`` to ``<model>/.rolled-back/<v>``. The scanner
-ignores hidden entries (``layout.is_ignored``), so the poller unloads the
+ignores hidden entries (``names.is_ignored``), so the poller unloads the
 parked versions and the model's ``version_policy`` serves the older one again.
 ``restore`` renames them back.
 
@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, NotFound, Unavailable
-from edgebox.repository.contained_path import check_model_name
-from edgebox.repository.layout import is_ignored, scan_model, version_number
+from edgebox.repository.layout import scan_model
+from edgebox.repository.names import check_model_name, is_ignored, version_number
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
-"""A tensor a config names by file: warm-up ``input_data_file`` and a
-sequence state's ``initial_state.data_file``, read the one way both need.
+"""A tensor a config gives by value: warm-up inputs and a sequence state's
+``initial_state`` are either zeros (``zero_data``, or no value at all) or a
+file (``input_data_file``, ``data_file``), made the one way both need.
 
-The caller has already resolved the path inside the model folder. Here the
+For a file, the caller has already resolved the path inside the model folder. Here the
 file must be a regular file of exactly the bytes ``shape`` of ``datatype``
 takes (for BYTES, Triton's length-prefixed layout of at most
 ``MAX_BYTES_FILE``), checked before a byte is read, so neither ``/dev/zero``
@@ -20,6 +21,16 @@ from edgebox.tensors import deserialize_bytes, numpy_dtype
 
 MAX_BYTES_FILE = 64 * 1024 * 1024
 """Largest BYTES tensor file read (a numeric one must be exactly its shape's size)."""
+
+
+def zeros(datatype: str, shape: list[int]) -> np.ndarray:
+    """Zeros of ``datatype``; BYTES elements are empty byte strings, as
+    Triton's ``zero_data`` gives them."""
+    if datatype == "BYTES":
+        data = np.empty(shape, dtype=object)
+        data.fill(b"")
+        return data
+    return np.zeros(shape, dtype=numpy_dtype(datatype))
 
 
 def read_tensor_file(

@@ -40,28 +40,20 @@ Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guid
 from __future__ import annotations
 
 import collections
-import logging
 import threading
 import time
 
 from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends.base import Instance
-from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable, one_line
+from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
 from edgebox.responses import Outcome, ResponseSink
-from edgebox.scheduling.direct import (
-    answered,
-    cancelled_error,
-    execute_all,
-    finish_response,
-)
+from edgebox.scheduling.batch_workers import BatchWorkers, QueuedRequest
+from edgebox.scheduling.direct import answered, cancelled_error, execute_all, finish_response
 from edgebox.scheduling.instance_pool import InstancePool
-from edgebox.scheduling.scheduler import Scheduler
 from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
 from edgebox.tensors import InferRequest
-
-log = logging.getLogger(__name__)
 
 DEFAULT_MAX_QUEUE_SIZE = 1024
 """Triton's ``max_queue_size: 0`` means unbounded; edgebox caps it here."""
@@ -69,11 +61,11 @@ DEFAULT_MAX_QUEUE_SIZE = 1024
 _REJECT = model_config_pb2.ModelQueuePolicy.REJECT
 
 
-class _Pending:
-    """One request waiting for its batch. ``result`` is set by the worker that
-    decides it; ``sink`` is None once the final was sent, so none is sent twice."""
+class _Pending(QueuedRequest):
+    """One request waiting for its batch, and what batching it needs: its
+    batch size and the key of the requests it may share a batch with."""
 
-    __slots__ = ("batch", "deadline_ns", "enqueued_ns", "key", "request", "result", "sink")
+    __slots__ = ("batch", "deadline_ns", "key")
 
     def __init__(
         self,
@@ -91,7 +83,7 @@ class _Pending:
         self.result: Outcome = None
 
 
-class DynamicBatcher(Scheduler):
+class DynamicBatcher(BatchWorkers):
     def __init__(self, pool: InstancePool, signature: ModelSignature, config, where: str) -> None:
         self.statistics = ModelStatistics()
         self._signature = signature
@@ -115,14 +107,7 @@ class DynamicBatcher(Scheduler):
         self._formed = 0
         self._finished = 0
         self._in_order = threading.Condition()
-        self.failure: str | None = None
-        """Why the batcher stopped serving (a worker died); None while it serves."""
-        self._workers = [
-            threading.Thread(target=self._work, args=(pool.acquire(),), name="batcher", daemon=True)
-            for _ in range(len(pool))
-        ]
-        for worker in self._workers:
-            worker.start()
+        self._start_workers([pool.acquire() for _ in range(len(pool))], "batcher")
 
     @property
     def queue_size(self) -> int:
@@ -162,8 +147,7 @@ class DynamicBatcher(Scheduler):
         with self._ready:
             self._closed = True
             self._ready.notify_all()
-        for worker in self._workers:
-            worker.join()
+        self._join_workers()
         self._pool.close()
 
     # -- workers -----------------------------------------------------------
@@ -181,41 +165,20 @@ class DynamicBatcher(Scheduler):
             return None
         return now + timeout_ns
 
-    def _work(self, instance: Instance) -> None:
-        batch: list[_Pending] = []
-        try:
-            while True:
-                batch, sequence = self._next_batch()
-                if batch is None:
-                    self._pool.release(instance)
-                    return
-                try:
-                    self._run(instance, batch)
-                except BaseException as exc:
-                    # Whatever went wrong, its callers get an answer and this worker
-                    # lives on: a dead worker would leave every later request waiting.
-                    log.exception("%s: batch failed", self._where)
-                    error = EdgeboxError(f"{self._where}: batch failed: {one_line(exc)}")
-                    now = time.perf_counter_ns()
-                    for pending in batch:
-                        if pending.result is None:
-                            pending.result = error
-                            self.statistics.record_request(False, now - pending.enqueued_ns)
-                self._complete(batch, sequence)
-        except BaseException as exc:
-            self._stop_serving(exc, [p for p in batch if p.sink is not None])
+    def _form(self, instance: Instance) -> tuple[list[_Pending] | None, int]:
+        return self._next_batch()
 
-    def _stop_serving(self, exc: BaseException, stranded: list[_Pending]) -> None:
-        """A worker died: fail its batch, what waits and everything after it, loudly."""
-        self.failure = f"{self._where}: a batcher worker stopped: {one_line(exc)}"
-        log.critical("%s; reload the model to serve it again", self.failure, exc_info=exc)
+    def _worker_done(self, instance: Instance) -> None:
+        self._pool.release(instance)
+
+    def _take_waiting(self) -> list[_Pending]:
         with self._ready:
-            stranded += self._queue
+            waiting = list(self._queue)
             self._queue.clear()
-        for pending in stranded:
-            pending.result = Unavailable(self.failure)
-            self.statistics.record_request(False, time.perf_counter_ns() - pending.enqueued_ns)
-            self._send(pending)
+        return waiting
+
+    def _stop_serving(self, exc: BaseException, stranded: list) -> None:
+        super()._stop_serving(exc, stranded)
         with self._in_order:
             self._in_order.notify_all()
 
@@ -338,16 +301,3 @@ class DynamicBatcher(Scheduler):
     def _finish(self, batch: list[_Pending]) -> None:
         for pending in batch:
             self._send(pending)
-
-    def _send(self, pending: _Pending) -> None:
-        """Send the pending request its final ``result``, once. A sink that
-        raises (a contract bug) is logged: the worker must live on."""
-        sink, pending.sink = pending.sink, None
-        if sink is None:
-            return
-        try:
-            sink.send(pending.result, True)
-        except Exception:
-            log.exception(
-                "%s: the response sink of request '%s' failed", self._where, pending.request.id
-            )

@@ -1,6 +1,7 @@
 """The tensors the sequence batcher adds to each request a stateful model
 runs: its control inputs (``sequence_batching.control_input``) and its
-implicit state (``sequence_batching.state``).
+implicit state (``sequence_batching.state``); and the request each batch row
+becomes with them (``row_request``), padding rows included.
 
 Control values follow the config: ``int32_false_true``, ``fp32_false_true``
 or ``bool_false_true`` give the datatype and the two values, ``CORRID`` its
@@ -12,21 +13,33 @@ Implicit state is kept by the scheduler, not the backend, so ONNX Runtime,
 TensorRT and python models share one implementation: a sequence's first
 request gets the state's initial value, every later one the output state its
 predecessor returned. The config was validated when it was read
-(``repository/config_rules.py``); what is checked here is what only a request
+(``repository/sequence_batching_rules.py``); what is checked here is what only a request
 can get wrong, its correlation ID against the CORRID datatype.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from tritonclient.grpc import model_config_pb2
 
-from edgebox.errors import InvalidArgument
-from edgebox.scheduling.sequence_tag import WARMUP_SEQUENCE, CorrelationId, SequenceTag
-from edgebox.tensors import Tensor, config_type_to_datatype, numpy_dtype
+from edgebox.errors import EdgeboxError, InvalidArgument
+from edgebox.scheduling.sequence_tag import (
+    WARMUP_SEQUENCE,
+    CorrelationId,
+    SequenceTag,
+    describe_id,
+)
+from edgebox.tensors import (
+    InferRequest,
+    InferResponse,
+    RequestedOutput,
+    Tensor,
+    config_type_to_datatype,
+    numpy_dtype,
+)
 
 _Control = model_config_pb2.ModelSequenceBatching.Control
 _INTEGER_LIMITS = {
@@ -73,7 +86,7 @@ class SequenceControls:
         self.states = states
         self._batched = batched
         self._model_name = model_name
-        self.state_outputs = [s.output_name for s in states]
+        self._state_outputs = [RequestedOutput(s.output_name) for s in states]
         self._flag_tensors: dict[tuple[bool, bool, bool], list[Tensor]] = {}
 
     @classmethod
@@ -161,6 +174,61 @@ class SequenceControls:
         name, datatype = self._corrid
         return [*tensors, self._tensor(name, datatype, _corrid_value(tag, datatype))]
 
+    def row_request(
+        self,
+        request: InferRequest,
+        tag: SequenceTag | None,
+        state: Mapping[str, np.ndarray] | None,
+        default_outputs: Iterable[str],
+    ) -> InferRequest:
+        """What the backend gets for one batch row: ``request`` (in model
+        shapes) plus the controls and the input state, asking for the outputs
+        the client wants (``default_outputs`` when it names none) and the
+        state outputs. ``state`` is what the sequence's previous request
+        returned; a START request takes the initial values. ``tag`` None makes
+        a padding row from another row's request: zero inputs, the initial
+        state, and no ID, parameters or cancellation of its own."""
+        padding = tag is None
+        inputs = list(request.inputs)
+        if padding:
+            inputs = [Tensor(t.name, t.datatype, _zeros_like(t.data)) for t in inputs]
+        inputs += self.control_tensors(tag)
+        for spec in self.states:
+            value = spec.initial
+            if state is not None and not (tag is not None and tag.start):
+                value = state.get(spec.input_name, spec.initial)
+            inputs.append(Tensor(spec.input_name, spec.datatype, value))
+        asked = request.outputs or [RequestedOutput(n) for n in default_outputs]
+        names = {o.name for o in asked}
+        outputs = list(asked) + [o for o in self._state_outputs if o.name not in names]
+        return InferRequest(
+            model_name=request.model_name,
+            inputs=inputs,
+            model_version=request.model_version,
+            id="" if padding else request.id,
+            outputs=outputs,
+            parameters={} if padding else request.parameters,
+            is_cancelled=None if padding else request.is_cancelled,
+        )
+
+    def keep_state(
+        self,
+        state: dict[str, np.ndarray],
+        response: InferResponse,
+        correlation_id: CorrelationId,
+        where: str,
+    ) -> None:
+        """Take the output state ``response`` returned into ``state``, for the
+        sequence's next request. EdgeboxError when the model left one out."""
+        for spec in self.states:
+            tensor = response.output(spec.output_name)
+            if tensor is None:
+                raise EdgeboxError(
+                    f"{where}: the model did not return output state "
+                    f"'{spec.output_name}' for sequence {describe_id(correlation_id)}"
+                )
+            state[spec.input_name] = tensor.data
+
     def _tensor(self, name: str, datatype: str, value) -> Tensor:
         shape = (1, 1) if self._batched else (1,)
         data = np.full(shape, value, dtype=numpy_dtype(datatype))
@@ -181,3 +249,9 @@ def _corrid_value(tag: SequenceTag | None, datatype: str):
     if datatype == "BYTES":
         return str(correlation_id).encode("utf-8") if correlation_id != 0 else b""
     return int(correlation_id)
+
+
+def _zeros_like(data: np.ndarray) -> np.ndarray:
+    if data.dtype == np.object_:
+        return np.full(data.shape, b"", dtype=object)
+    return np.zeros_like(data)

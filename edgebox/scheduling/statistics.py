@@ -39,10 +39,6 @@ class LatencyHistogram:
     counts: tuple[int, ...] = (0,) * (len(LATENCY_BUCKET_BOUNDS_US) + 1)
 
     @property
-    def bounds_us(self) -> tuple[float, ...]:
-        return LATENCY_BUCKET_BOUNDS_US
-
-    @property
     def count(self) -> int:
         return sum(self.counts)
 

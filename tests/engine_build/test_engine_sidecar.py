@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from edgebox.backends.tensorrt.compatibility import read_build_info
-from edgebox.engine_build.sidecar import (
+from edgebox.backends.tensorrt.compatibility import (
     SIDECAR_FILENAME,
     EngineBuildRecord,
-    file_sha256,
+    read_build_info,
     read_record,
-    utc_timestamp,
 )
+from edgebox.engine_build.sidecar import file_sha256, utc_timestamp
 
 AGREED_KEYS = {
     "tensorrt_version",

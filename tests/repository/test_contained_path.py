@@ -13,13 +13,12 @@ import pytest
 from edgebox.errors import ErrorCode, InvalidArgument, Unavailable
 from edgebox.repository.contained_path import (
     FileTooLarge,
-    check_model_name,
     model_file_inside,
-    model_name_problem,
     path_problem,
     read_regular_file,
     resolve_inside,
 )
+from edgebox.repository.names import check_model_name, model_name_problem
 
 
 @pytest.fixture

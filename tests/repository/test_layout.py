@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from edgebox.repository.layout import scan_model, scan_repository, version_number
+from edgebox.repository.layout import scan_model, scan_repository
+from edgebox.repository.names import version_number
 
 HOUR_AGO_NS = time.time_ns() - 3600 * 1_000_000_000
 

@@ -8,7 +8,8 @@ crash or "failed to load". Two sources tell edgebox more:
 
 1. ``engine_build.json`` next to ``model.plan``, written by
    ``edgebox build-engine``: compared before deserializing, so the reason names
-   both TensorRT versions and both devices;
+   both TensorRT versions and both devices. Its keys are declared here, once
+   (``EngineBuildRecord``), for the command that writes them too;
 2. without it, the errors TensorRT logs while deserializing ("Version tag does
    not match", "expecting library version X got Y", "expecting compute X got
    compute Y"), put into the reason with ``tensorrt.__version__``.
@@ -19,17 +20,73 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from edgebox.errors import Unavailable
 
 SIDECAR_FILENAME = "engine_build.json"
 
+PRECISIONS = ("fp32", "fp16", "int8")
+
+
+@dataclass(frozen=True)
+class EngineBuildRecord:
+    """``engine_build.json`` as ``edgebox build-engine`` writes it, every key
+    present; ``EngineBuildInfo`` is the same keys as a load reads them."""
+
+    tensorrt_version: str
+    """``tensorrt.__version__`` at build time, e.g. "8.6.2.3"."""
+    device_name: str
+    """The CUDA device name as pycuda reports it, e.g. "Orin"."""
+    compute_capability: str
+    """"major.minor", e.g. "8.7" for Orin."""
+    dla_core: int | None
+    """The DLA core the engine was built for; None for a GPU-only engine."""
+    gpu_fallback: bool
+    precision: str
+    """"fp32", "fp16" or "int8": the lowest precision the build allowed."""
+    onnx_sha256: str
+    built_at: str
+    """ISO 8601 in UTC, e.g. "2025-05-01T09:30:00Z"."""
+    edgebox_version: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> EngineBuildRecord:
+        """ValueError (json.JSONDecodeError is one) names what is missing or wrong."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("expected a JSON object")
+        names = [f.name for f in fields(cls)]
+        missing = [name for name in names if name not in data]
+        if missing:
+            raise ValueError(f"missing keys: {', '.join(missing)}")
+        problem = _dla_core_problem(data["dla_core"])
+        if problem is not None:
+            raise ValueError(problem)
+        record = cls(**{name: data[name] for name in names})
+        if record.precision not in PRECISIONS:
+            raise ValueError(f"precision '{record.precision}' is not one of {PRECISIONS}")
+        return record
+
+
+def read_record(version_dir: Path) -> EngineBuildRecord | None:
+    """The complete record in a version folder, or None when it is absent,
+    unreadable or incomplete (an engine published by hand, or by an older
+    edgebox): what ``edgebox build-engine`` may reuse a calibration from."""
+    try:
+        return EngineBuildRecord.from_json((version_dir / SIDECAR_FILENAME).read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, TypeError):
+        return None
+
 
 @dataclass(frozen=True)
 class EngineBuildInfo:
-    """What ``edgebox build-engine`` recorded; every field may be missing."""
+    """What ``edgebox build-engine`` recorded (``EngineBuildRecord``'s keys),
+    as a load reads it: every field may be missing."""
 
     path: Path
     tensorrt_version: str | None = None
@@ -69,8 +126,9 @@ def read_build_info(version_dir: Path) -> EngineBuildInfo | None:
     if not isinstance(data, dict):
         raise Unavailable(f"'{path}' must hold a JSON object, not {type(data).__name__}")
     dla_core = data.get("dla_core")
-    if dla_core is not None and (isinstance(dla_core, bool) or not isinstance(dla_core, int)):
-        raise Unavailable(f"'{path}': 'dla_core' must be an integer or null, got {dla_core!r}")
+    problem = _dla_core_problem(dla_core)
+    if problem is not None:
+        raise Unavailable(f"'{path}': {problem}")
 
     def text_of(key: str) -> str | None:
         value = data.get(key)
@@ -89,6 +147,12 @@ def read_build_info(version_dir: Path) -> EngineBuildInfo | None:
         built_at=text_of("built_at"),
         edgebox_version=text_of("edgebox_version"),
     )
+
+
+def _dla_core_problem(dla_core: object) -> str | None:
+    if dla_core is not None and (isinstance(dla_core, bool) or not isinstance(dla_core, int)):
+        return f"'dla_core' must be an integer or null, got {dla_core!r}"
+    return None
 
 
 def same_tensorrt_version(a: str, b: str) -> bool:
