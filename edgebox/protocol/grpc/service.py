@@ -1,5 +1,6 @@
 """``inference.GRPCInferenceService``: each RPC checks access, then calls the
-dataplane verb its HTTP route calls and renders the result.
+verb its HTTP route calls (the dataplane's, or ``RepositoryControl``'s for the
+repository extension) and renders the result.
 
 Runs on the gRPC server's event loop (``server.GrpcServer``). Anything that
 may block (a model call, a load, a repository scan, a registry lookup) runs
@@ -40,6 +41,7 @@ from edgebox.protocol.grpc import infer_codec, render, settings_codec
 from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
 from edgebox.protocol.grpc.error_map import status_of
 from edgebox.protocol.shared_memory import RegionLease, SharedMemoryRegistry
+from edgebox.repository_control import RepositoryControl
 from edgebox.responses import UNARY_REFUSAL_GRPC, DecoupledUnary
 from edgebox.tensors import InferRequest
 
@@ -62,12 +64,14 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     def __init__(
         self,
         dataplane: DataPlane,
+        repository_control: RepositoryControl,
         policy: AccessPolicy,
         pool: Executor,
         stream_in_flight: int = 32,
         shared_memory: SharedMemoryRegistry | None = None,
     ) -> None:
         self._dataplane = dataplane
+        self._repository_control = repository_control
         self._shared_memory = shared_memory or SharedMemoryRegistry()
         self._policy = policy
         self._pool = pool
@@ -189,14 +193,14 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     async def RepositoryIndex(self, request, context):
         await self._admit("RepositoryIndex", context)
-        entries = await self._run(context, self._dataplane.repository_index, request.ready)
+        entries = await self._run(context, self._repository_control.repository_index, request.ready)
         return render.repository_index(entries)
 
     async def RepositoryModelLoad(self, request, context):
         await self._admit("RepositoryModelLoad", context)
         name, parameters = request.model_name, _repository_parameters(request.parameters)
         peer = peer_address(context.peer())
-        work = functools.partial(self._dataplane.load_model, name, parameters)
+        work = functools.partial(self._repository_control.load_model, name, parameters)
         await self._run(context, audited, "load", "grpc", peer, name, work)
         return pb.RepositoryModelLoadResponse()
 
@@ -241,7 +245,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         await self._run(context, self._shared_memory.unregister, request.name)
         return pb.SystemSharedMemoryUnregisterResponse()
 
-    # -- not served (yet) ----------------------------------------------------------
+    # -- CUDA shared memory: no such region on this device ---------------------------
 
     async def CudaSharedMemoryStatus(self, request, context):
         # No CUDA region can exist: the status of all is empty, as HTTP answers.
@@ -327,7 +331,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         dependents = parameters.get("unload_dependents", False)
         if not isinstance(dependents, bool):
             raise InvalidArgument(f"unload '{name}': 'unload_dependents' must be true or false")
-        self._dataplane.unload_model(name, dependents)
+        self._repository_control.unload_model(name, dependents)
 
     # -- plumbing --------------------------------------------------------------------
 
