@@ -56,8 +56,8 @@ from edgebox.dataplane import DataPlane
 from edgebox.events import EventBus, StreamResult
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
-from edgebox.settings import StreamSettings
 from edgebox.streams.manager import StreamManager
+from edgebox.streams.settings import StreamSettings
 from edgebox.streams.synthetic_road import SyntheticRoad
 from edgebox.tensors import InferRequest, Tensor
 

@@ -46,8 +46,8 @@ from edgebox.repository_control import RepositoryControl
 from edgebox.sd_notify import notify, watchdog_interval_s
 from edgebox.settings import Settings
 from edgebox.streams.manager import StreamManager
+from edgebox.telemetry.choice import open_source
 from edgebox.telemetry.sampler import Telemetry
-from edgebox.telemetry.source import open_source
 from edgebox.telemetry.thermal_guard import ThermalGuard
 
 log = logging.getLogger("edgebox")

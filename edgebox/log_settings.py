@@ -22,6 +22,7 @@ import threading
 from typing import Any
 
 from edgebox.errors import InvalidArgument, Unsupported
+from edgebox.extension_settings import known_changes
 
 LOGGER_NAME = "edgebox"
 """The logger tree the settings govern."""
@@ -102,13 +103,8 @@ class LogSettings:
 
 
 def _checked(changes: dict[str, Any]) -> dict[str, Any]:
-    if not isinstance(changes, dict):
-        raise InvalidArgument(f"log settings: expected a JSON object, got {type(changes).__name__}")
     checked: dict[str, Any] = {}
-    for key, value in changes.items():
-        if key not in _KNOWN_KEYS:
-            known = ", ".join(f"'{k}'" for k in _KNOWN_KEYS)
-            raise InvalidArgument(f"log settings: unknown setting '{key}' (known: {known})")
+    for key, value in known_changes("log settings", changes, _KNOWN_KEYS):
         if value is None:
             continue
         if key == "log_file":

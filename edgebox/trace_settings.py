@@ -21,6 +21,7 @@ import threading
 from typing import Any
 
 from edgebox.errors import InvalidArgument, Unsupported
+from edgebox.extension_settings import known_changes
 
 DEFAULTS: dict[str, Any] = {
     "trace_level": ["OFF"],
@@ -73,13 +74,8 @@ class TraceSettings:
 
 
 def _checked(where: str, changes: dict[str, Any]) -> dict[str, Any]:
-    if not isinstance(changes, dict):
-        raise InvalidArgument(f"{where}: expected a JSON object, got {type(changes).__name__}")
     checked: dict[str, Any] = {}
-    for key, value in changes.items():
-        if key not in DEFAULTS:
-            known = ", ".join(f"'{k}'" for k in DEFAULTS)
-            raise InvalidArgument(f"{where}: unknown setting '{key}' (known: {known})")
+    for key, value in known_changes(where, changes, tuple(DEFAULTS)):
         if value is None or value == []:
             checked[key] = None
             continue

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from edgebox import __version__
-from edgebox import settings as settings_module
 from edgebox.cli import build_parser, main
 from edgebox.commands.console import EXIT_CONFIG, EXIT_OK, EXIT_PROBLEMS
 from edgebox.commands.setting_flags import add_setting_flags
 from edgebox.settings import SECTIONS, Settings, load_settings
+from edgebox.settings import loader as settings_module
 from model_fixtures import ADD_SUB_CONFIG, REPO_ROOT, add_add_sub, write_model
 from scripts.onnx_builders import build_add_sub
 

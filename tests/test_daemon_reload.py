@@ -16,7 +16,8 @@ from daemon_process import wait_for
 from edgebox.daemon import Daemon
 from edgebox.dashboard.settings import DashboardSettings
 from edgebox.events import StreamState
-from edgebox.settings import Settings, SettingsError, StreamSettings, load_settings
+from edgebox.settings import Settings, SettingsError, load_settings
+from edgebox.streams.settings import StreamSettings
 from model_fixtures import add_add_sub
 
 

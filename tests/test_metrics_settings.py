@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from edgebox import settings as settings_module
 from edgebox.cli import build_parser, main
 from edgebox.commands.console import EXIT_CONFIG
 from edgebox.settings import SettingsError, load_settings
+from edgebox.settings import loader as settings_module
 
 
 @pytest.fixture(autouse=True)

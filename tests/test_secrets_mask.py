@@ -19,10 +19,10 @@ from edgebox.events import StreamState, StreamStatus
 from edgebox.mqtt.routing import Router
 from edgebox.mqtt.topics import Topics
 from edgebox.secrets_mask import MaskSecrets, mask_secrets
-from edgebox.settings import StreamSettings
+from edgebox.streams.frame_source import SourceError
 from edgebox.streams.manager import StreamManager
+from edgebox.streams.settings import StreamSettings
 from edgebox.streams.source_spec import parse_source
-from edgebox.streams.sources import SourceError
 
 SECRETS = ("hunter2", "s3cr3t", "camuser", "t0ken", "pr0xy")
 PIPELINE = (

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from edgebox import settings as settings_module
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.settings import Settings, SettingsError, load_settings
+from edgebox.settings import loader as settings_module
 
 
 @pytest.fixture(autouse=True)

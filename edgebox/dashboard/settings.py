@@ -1,7 +1,7 @@
 """The ``dashboard:`` section of the daemon's settings (docs/configuration.md,
 docs/dashboard.md).
 
-Parsed by ``edgebox/settings.py`` like every section; unlike ``mqtt`` it is on
+Parsed by ``edgebox/settings/`` like every section; unlike ``mqtt`` it is on
 by default, so the field in ``Settings`` holds ``DashboardSettings()`` rather
 than None. ``password_hash`` is a werkzeug hash written by ``edgebox passwd``,
 never a password.

@@ -18,7 +18,7 @@ from edgebox.mqtt.forwarder import MqttForwarder
 from edgebox.mqtt.routing import ResultPace, Router
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.mqtt.topics import Topics
-from edgebox.settings import StreamSettings
+from edgebox.streams.settings import StreamSettings
 from edgebox.summaries import SummaryError, rule_of, summarize
 from edgebox.summaries.tensors import full_tensor
 from edgebox.tensors import InferResponse

@@ -2,25 +2,22 @@
 
 Nobody waits on it. Inference and stream threads only put events on the bus
 (a bounded queue per subscriber, oldest dropped and counted); this thread
-alone routes them, commits them to the spool (durable before anything else
-happens to them), and sends from the spool in row order, at most
-``max_inflight`` unacknowledged. A row is deleted only when the broker
-acknowledged it (PUBACK for QoS 1), so a link that drops, a broker that
-restarts or a daemon killed mid-send re-sends it, with the same ``seq``:
-delivery is at least once.
+alone routes them, hands them to the spool (which writes to disk what the
+broker does not acknowledge in time), and sends from the spool in row order,
+at most ``max_inflight`` unacknowledged. A row leaves the spool only when the
+broker acknowledged it (PUBACK for QoS 1), so a link that drops, a broker
+that restarts or a daemon stopped mid-send re-sends it, with the same epoch
+and ``seq``: delivery is at least once.
 
 The retained status goes first on every connection (it replaces any status
 still unsent), then the backlog in order. A login the broker refuses is
-logged once and retried slowly; any other failure is retried with capped
-exponential backoff and jitter, so a fleet whose broker comes back does not
-reconnect in one burst, capped lower for a few minutes after the link was up.
+logged once and retried slowly, any other failure sooner (reconnect.py).
 """
 
 from __future__ import annotations
 
 import logging
 import queue
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -28,21 +25,25 @@ from typing import Any
 
 from edgebox.backoff import Backoff
 from edgebox.events import EventBus, MqttLinkChanged, SpoolDegraded, SpoolDropped
-from edgebox.mqtt import status
 from edgebox.mqtt.connection import LastWill
-from edgebox.mqtt.link_stats import MqttStats
+from edgebox.mqtt.link_stats import LinkFigures, MqttStats
+from edgebox.mqtt.reconnect import (
+    RECENTLY_UP_S,
+    RECONNECT,
+    RECONNECT_AFTER_UP,
+    RELOGIN,
+    ReconnectSchedule,
+)
 from edgebox.mqtt.routing import STATUS_CHANGES, Router
 from edgebox.mqtt.session import CONNECT_ERRORS, BrokerSession
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.mqtt.spool import Outgoing, Spool
-from edgebox.mqtt.status_watch import StatusWatch
+from edgebox.mqtt.status import DeviceStatus
 
 log = logging.getLogger("edgebox.mqtt")
 
 LOOP_TIMEOUT_S = 0.05
 """Longest an event waits on the thread while connected (paho's select)."""
-STATUS_MIN_INTERVAL_S = 1.0
-"""A burst of model or stream changes refreshes the status once."""
 BATCH = 512
 COMMIT_INTERVAL_S = 0.025
 """Events are committed to the spool at most this often (or per ``BATCH``):
@@ -52,14 +53,6 @@ STATS_LOG_INTERVAL_S = 60.0
 """How often the link's figures go to the log, when they changed."""
 IDLE_WAIT_S = 0.25
 """Longest wait for an event while not connected; bounds how long ``stop`` waits."""
-RECONNECT = Backoff(initial_s=1.0, max_s=60.0)
-RECONNECT_AFTER_UP = Backoff(initial_s=1.0, max_s=4.0)
-"""Within ``RECENTLY_UP_S`` of the link being up: a broker restart or a
-network blip is short, and the 60 s backoff kept devices away 15-18 s after
-their broker was back."""
-RECENTLY_UP_S = 300.0
-RELOGIN = Backoff(initial_s=30.0, max_s=600.0)
-"""After a refused login: credentials are fixed by a person, not by retrying."""
 
 
 class MqttForwarder:
@@ -83,8 +76,7 @@ class MqttForwarder:
         self._settings = settings
         self._bus = bus
         self._router = router
-        self._identity = identity
-        self._serving = serving
+        self._status = DeviceStatus(identity, serving, clock, wall)
         self._spool_factory = spool_factory or (
             lambda: Spool(
                 settings.resolved_spool_path,
@@ -92,14 +84,10 @@ class MqttForwarder:
                 write_delay_s=settings.spool_write_delay_s,
             )
         )
-        self._backoff = backoff
-        self._refused_backoff = refused_backoff
-        self._backoff_after_up = backoff_after_up
-        self._recently_up_s = recently_up_s
-        self._last_up = float("-inf")
-        """When the link was last seen up (monotonic)."""
+        self._retry = ReconnectSchedule(
+            backoff, refused_backoff, backoff_after_up, recently_up_s, clock
+        )
         self._connack_timeout_s = connack_timeout_s
-        self._stats_log_interval_s = stats_log_interval_s
         self._clock = clock
         self._wall = wall
         self.broker = f"{settings.parsed_url.host}:{settings.parsed_url.port}"
@@ -110,27 +98,15 @@ class MqttForwarder:
         self._spool: Spool | None = None
         self._session: BrokerSession | None = None
         self._state = "starting"
-        self._next_attempt = 0.0
-        self._attempt = 0
         self._refusals_logged: set[str] = set()
         self._pending: list = []
         """Events taken from the bus, not yet committed (see COMMIT_INTERVAL_S)."""
         self._last_commit = float("-inf")
-        self._status_dirty = False
-        self._last_status = float("-inf")
-        self._watch = StatusWatch(identity["device"], identity["started_at"], clock)
-        self._republish_logged = float("-inf")
         self._queue_dropped_seen = 0
         self._unreported: dict[str, int] = {}
         """Queue drops not yet told to subscribers (the spool keeps its own)."""
         self._degraded_seen: str | None = None
-        self._closed_counts = {"sent": 0, "acknowledged": 0}
-        """Of the sessions already closed."""
-        self._dropped: dict[str, int] = {}
-        self._stats = MqttStats("starting", self.broker)
-        self._last_stats = float("-inf")
-        self._last_stats_log = clock()
-        self._logged_figures: tuple = ()
+        self._figures = LinkFigures(self.broker, stats_log_interval_s, clock)
         self._reconfigured: queue.SimpleQueue[tuple[MqttSettings, Router, tuple[str, ...]]] = (
             queue.SimpleQueue()
         )
@@ -158,7 +134,7 @@ class MqttForwarder:
         return not self._thread.is_alive()
 
     def stats(self) -> MqttStats:
-        return self._stats
+        return self._figures.stats
 
     def reconfigure(self, settings: MqttSettings, router: Router) -> tuple[str, ...]:
         """A settings reload (the daemon's main thread): the MQTT thread
@@ -203,7 +179,7 @@ class MqttForwarder:
         if len(self._pending) >= BATCH or self._clock() - self._last_commit >= COMMIT_INTERVAL_S:
             self._commit_pending()
         if session is None:
-            if self._clock() >= self._next_attempt and not self._stopping.is_set():
+            if self._retry.due() and not self._stopping.is_set():
                 self._connect()
         else:
             session.send_window(self._spool)
@@ -221,10 +197,7 @@ class MqttForwarder:
         if settings == self._settings and not files:
             return
         self._settings = settings
-        self._identity = {**self._identity, "device": settings.resolved_device_id}
-        self._watch = StatusWatch(
-            self._identity["device"], self._identity["started_at"], self._clock
-        )
+        self._status.renamed(settings.resolved_device_id)
         url = settings.parsed_url
         previous, self.broker = self.broker, f"{url.host}:{url.port}"
         what = "settings" if not files else ", ".join(f"'{key}'" for key in sorted(files))
@@ -236,12 +209,11 @@ class MqttForwarder:
             if was_connected:
                 self._bus.publish(MqttLinkChanged("disconnected", previous, "settings reloaded"))
         self._state = "connecting"
-        self._attempt = 0
-        self._next_attempt = 0.0
+        self._retry.now()
         self._refusals_logged.clear()
 
     def _idle_wait_s(self) -> float:
-        return min(IDLE_WAIT_S, max(0.0, self._next_attempt - self._clock()))
+        return self._retry.wait_s(IDLE_WAIT_S)
 
     def _commit_pending(self) -> None:
         events, self._pending = self._pending, []
@@ -249,45 +221,27 @@ class MqttForwarder:
         messages: list[Outgoing] = []
         for event in events:
             if isinstance(event, STATUS_CHANGES):
-                self._status_dirty = True
+                self._status.dirty = True
             message = self._router.route(event)
             if message is not None:
                 messages.append(message)
         queue_dropped = self._subscription.dropped
         if queue_dropped > self._queue_dropped_seen:
             lost = queue_dropped - self._queue_dropped_seen
-            self._count_drops({"queue": lost})
+            self._figures.count_drops({"queue": lost})
             self._unreported["queue"] = self._unreported.get("queue", 0) + lost
             self._queue_dropped_seen = queue_dropped
         connected = self._session is not None and self._session.connected
-        if (
-            connected
-            and self._status_dirty
-            and self._clock() - self._last_status >= STATUS_MIN_INTERVAL_S
-        ):
+        if connected and self._status.due():
             messages.append(self._status_message(online=True))
         if messages:
             for row in self._spool.append(messages):
                 if row.topic == self._router.topics.status:
-                    self._watch.published(row.payload)
+                    self._status.published(row.payload)
         self._check_degraded()
 
     def _status_message(self, online: bool, reason: str = "") -> Outgoing:
-        now = self._wall()
-        if online:
-            self._status_dirty = False
-            self._last_status = self._clock()
-            document = status.online(self._identity, self._serving(), now)
-        else:
-            document = status.offline(self._identity, reason, now)
-        return Outgoing(
-            topic=self._router.topics.status,
-            document=document,
-            kind="status",
-            qos=self._settings.qos,
-            retain=True,
-            replaces_unsent=True,
-        )
+        return self._status.message(self._router.topics.status, self._settings.qos, online, reason)
 
     def _connect(self) -> None:
         if self._state != "refused":
@@ -305,7 +259,7 @@ class MqttForwarder:
             self._clock,
             on_status=self._status_seen,
         )
-        self._watch.connection_opened()
+        self._status.connection_opened()
         try:
             session.open()
         except CONNECT_ERRORS as exc:
@@ -317,13 +271,12 @@ class MqttForwarder:
     def _connected(self, session: BrokerSession) -> None:
         """The CONNACK said yes: the retained status first, then the backlog
         (``send_window``), and what was dropped while away."""
-        self._attempt = 0
+        self._retry.up()
         self._state = "connected"
-        self._last_up = self._clock()
         log.info("MQTT: connected to %s", self.broker)
         self._bus.publish(MqttLinkChanged("connected", self.broker))
         (row,) = self._spool.append([self._status_message(online=True)])
-        self._watch.published(row.payload)
+        self._status.published(row.payload)
         session.publish(row)
         drops = self._spool.take_drops()
         for kind, count in self._unreported.items():
@@ -334,19 +287,10 @@ class MqttForwarder:
 
     def _status_seen(self, payload: bytes) -> None:
         """A message on this device's status topic (inside ``pump``)."""
-        check = self._watch.seen(payload)
+        check = self._status.seen(payload, self._router.topics.status)
         if check.conflict is not None:
             log.error("MQTT: %s", check.conflict)
             self._bus.publish(MqttLinkChanged("conflict", self.broker, check.conflict))
-        if check.republish:
-            self._status_dirty = True
-            if self._clock() - self._republish_logged >= STATS_LOG_INTERVAL_S:
-                self._republish_logged = self._clock()
-                log.warning(
-                    "MQTT: the retained status on '%s' is not this daemon's (a last will the "
-                    "broker sent late, or another client's); publishing ours again",
-                    self._router.topics.status,
-                )
 
     def _lose(self, reason: str) -> None:
         """The connection is gone (or never came up): what was in flight stays
@@ -358,17 +302,14 @@ class MqttForwarder:
             if session.refusal is not None:
                 self._refused(session.refusal)
         if was_connected:
-            self._last_up = self._clock()
+            self._retry.lost()
             log.warning("MQTT: lost the connection to %s: %s", self.broker, reason)
             self._bus.publish(MqttLinkChanged("disconnected", self.broker, reason))
         self._retry_later(reason)
 
     def _close_session(self, session: BrokerSession, clean: bool) -> None:
         session.close(clean)
-        self._closed_counts["sent"] += session.sent
-        self._closed_counts["acknowledged"] += session.acknowledged
-        if session.rejected:
-            self._count_drops({"rejected": session.rejected})
+        self._figures.session_closed(session.sent, session.acknowledged, session.rejected)
 
     def _refused(self, reason: str) -> None:
         self._state = "refused"
@@ -380,25 +321,20 @@ class MqttForwarder:
                 self.broker,
                 who,
                 reason,
-                self._refused_backoff.initial_s,
-                self._refused_backoff.max_s,
+                self._retry.refused_backoff.initial_s,
+                self._retry.refused_backoff.max_s,
             )
             self._bus.publish(MqttLinkChanged("refused", self.broker, reason))
 
     def _retry_later(self, reason: str) -> None:
         refused = self._state == "refused"
-        policy = self._refused_backoff if refused else self._backoff
-        if not refused and self._clock() - self._last_up <= self._recently_up_s:
-            policy = self._backoff_after_up
-        delay = policy.delay_s(self._attempt) * (0.5 + 0.5 * random.random())
         if not refused:
             self._state = "disconnected"
-            if self._attempt == 0:
+            if self._retry.attempt == 0:
                 log.warning("MQTT: broker %s unreachable (%s); spooling", self.broker, reason)
             else:
-                log.debug("MQTT: retry %d failed: %s", self._attempt, reason)
-        self._attempt += 1
-        self._next_attempt = self._clock() + delay
+                log.debug("MQTT: retry %d failed: %s", self._retry.attempt, reason)
+        self._retry.failed(refused)
 
     def _finish(self) -> None:
         """At shutdown: what is still on the bus committed to the spool, the
@@ -416,7 +352,7 @@ class MqttForwarder:
             deadline = self._clock() + self._stop_budget_s
             self._drain(session, self._clock() + self._stop_budget_s / 2)
             (row,) = self._spool.append([self._status_message(False, "shutdown")])
-            self._watch.published(row.payload)
+            self._status.published(row.payload)
             if session.publish(row):
                 while session.in_flight(row.row_id) and self._clock() < deadline:
                     self._spool.ack_many(session.pump(LOOP_TIMEOUT_S))
@@ -434,10 +370,6 @@ class MqttForwarder:
             if not self._spool.pending(1):
                 return
 
-    def _count_drops(self, drops: dict[str, int]) -> None:
-        for kind, count in drops.items():
-            self._dropped[kind] = self._dropped.get(kind, 0) + count
-
     def _check_degraded(self) -> None:
         degraded = self._spool.degraded
         if degraded and degraded != self._degraded_seen:
@@ -445,27 +377,6 @@ class MqttForwarder:
             self._bus.publish(SpoolDegraded(degraded))
 
     def _refresh_stats(self, force: bool = False) -> None:
-        now = self._clock()
-        if not force and now - self._last_stats < 0.5 and self._state == self._stats.state:
-            return
-        self._last_stats = now
-        spool = self._spool.stats()
-        oldest = spool.oldest_created_at
-        session = self._session
-        self._stats = MqttStats(
-            state=self._state,
-            broker=self.broker,
-            spool_rows=spool.rows,
-            spool_bytes=spool.bytes,
-            oldest_unsent_age_s=None if oldest is None else max(0.0, self._wall() - oldest),
-            sent=self._closed_counts["sent"] + (session.sent if session else 0),
-            acknowledged=self._closed_counts["acknowledged"]
-            + (session.acknowledged if session else 0),
-            dropped={**spool.dropped, **self._dropped},
-            degraded=spool.degraded,
+        self._figures.refresh(
+            self._state, self.broker, self._spool.stats, self._session, self._wall(), force
         )
-        if now - self._last_stats_log >= self._stats_log_interval_s:
-            self._last_stats_log = now
-            if self._stats.figures() != self._logged_figures:
-                self._logged_figures = self._stats.figures()
-                log.info("%s", self._stats.line())

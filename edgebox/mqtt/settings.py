@@ -1,6 +1,6 @@
 """The ``mqtt:`` section of the daemon's settings (docs/configuration.md).
 
-Parsed by ``edgebox/settings.py`` like every section: each field coerced to its
+Parsed by ``edgebox/settings/`` like every section: each field coerced to its
 type, then ``problems()`` names what is wrong field by field, so startup stops
 with the setting, its source and the reason. The password is never held here:
 ``password_file`` is read when the client connects (and once at startup, to
@@ -161,7 +161,8 @@ class MqttSettings:
 
     def problems(self) -> Iterator[tuple[str, str]]:
         """Each ``(field, message)`` wrong with these settings, checked at
-        startup by ``edgebox/settings.py`` (which reads the files named here)."""
+        startup by the loader in ``edgebox/settings/`` (which reads the files
+        named here)."""
         try:
             url = self.parsed_url
         except ValueError as exc:

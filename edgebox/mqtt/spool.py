@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgebox.mqtt.spool_file import FileFull, Spooled, SpoolFile, new_epoch
+from edgebox.mqtt.spool_memory import MemoryRows
 
 __all__ = ["DROP_ORDER", "Outgoing", "Spool", "SpoolStats", "Spooled"]
 
@@ -73,10 +74,9 @@ class Spool:
     threads as well (they are short).
 
     Rows live in two places, every row on file older than every row in
-    memory: ``_fresh`` (not written yet, in row order, and by kind for the
-    cap) and the file. A row acknowledged or dropped while on file joins
-    ``_gone`` and is deleted with the next write, so acknowledgements cost no
-    write of their own."""
+    memory (``_fresh``, not written yet): the file and memory. A row
+    acknowledged or dropped while on file joins ``_gone`` and is deleted with
+    the next write, so acknowledgements cost no write of their own."""
 
     def __init__(
         self,
@@ -96,10 +96,7 @@ class Spool:
         self._degraded: str | None = None
         self._dropped: Counter[str] = Counter()
         self._untaken: Counter[str] = Counter()
-        self._fresh: dict[int, tuple[Spooled, float]] = {}
-        """row_id -> (row, when it was appended, on the monotonic clock)."""
-        self._fresh_by_kind: dict[str, dict[int, Spooled]] = {kind: {} for kind in DROP_ORDER}
-        self._fresh_bytes = 0
+        self._fresh = MemoryRows(DROP_ORDER)
         self._gone: set[int] = set()
         self._file_rows = self._file_bytes = 0
         """Rows on file and their bytes, ``_gone`` left out."""
@@ -123,7 +120,7 @@ class Spool:
 
     @property
     def _byte_count(self) -> int:
-        return self._fresh_bytes + self._file_bytes
+        return self._fresh.bytes + self._file_bytes
 
     def append(self, items: Sequence[Outgoing]) -> list[Spooled]:
         """Take ``items`` (written now when ``write_delay_s`` is 0), then apply
@@ -155,9 +152,7 @@ class Spool:
                 if row.size > self._max_bytes:
                     drops[item.kind] += 1
                     continue
-                self._fresh[row.row_id] = (row, since)
-                self._fresh_by_kind[row.kind][row.row_id] = row
-                self._fresh_bytes += row.size
+                self._fresh.add(row, since)
                 stored.append(row)
             over = self._byte_count - self._max_bytes
             if over > 0:
@@ -177,8 +172,8 @@ class Spool:
             if self._file is None:
                 return False
             now = self._monotonic()
-            first = next(iter(self._fresh.values()), None)
-            due = first is not None and now - first[1] >= self._write_delay_s
+            first = self._fresh.first_since()
+            due = first is not None and now - first >= self._write_delay_s
             if not due and not (self._gone and now - self._last_write >= self._write_delay_s):
                 return False
             self._write_fresh()
@@ -192,7 +187,7 @@ class Spool:
                 found = self._run(
                     "read", [], self._file.rows_after, after_row_id, limit, self._gone
                 )
-            for row, _ in self._fresh.values():
+            for row in self._fresh:
                 if len(found) >= limit:
                     break
                 if row.row_id > after_row_id:
@@ -209,13 +204,13 @@ class Spool:
         if not row_ids:
             return
         with self._lock:
-            on_file = [row_id for row_id in row_ids if not self._forget_fresh(row_id)]
+            on_file = [row_id for row_id in row_ids if not self._fresh.forget(row_id)]
             if on_file and self._file is not None and self._file_rows:
                 for row_id, size in self._run("ack", [], self._file.sizes, on_file):
                     self._gone_from_file(row_id, size)
                 if self._file is None:
                     for row_id in on_file:
-                        self._forget_fresh(row_id)
+                        self._fresh.forget(row_id)
 
     def stats(self) -> SpoolStats:
         with self._lock:
@@ -262,15 +257,6 @@ class Spool:
             self._file = spool_file
             self._degrade("open", exc)
 
-    def _forget_fresh(self, row_id: int) -> bool:
-        entry = self._fresh.pop(row_id, None)
-        if entry is None:
-            return False
-        row = entry[0]
-        del self._fresh_by_kind[row.kind][row_id]
-        self._fresh_bytes -= row.size
-        return True
-
     def _gone_from_file(self, row_id: int, size: int) -> None:
         if row_id not in self._gone:
             self._gone.add(row_id)
@@ -282,8 +268,8 @@ class Spool:
         if self._file is not None and self._file_rows:
             for row_id, size in self._run("read", [], self._file.rows_of, kind, topic):
                 self._gone_from_file(row_id, size)
-        for row in [r for r in self._fresh_by_kind[kind].values() if r.topic == topic]:
-            self._forget_fresh(row.row_id)
+        for row in self._fresh.of_topic(kind, topic):
+            self._fresh.forget(row.row_id)
 
     def _evict(self, need: int) -> Counter[str]:
         """Drop at least ``need`` bytes, oldest first within each kind of
@@ -301,11 +287,9 @@ class Spool:
                     self._gone_from_file(row_id, size)
                     freed += size
                 drops[kind] += len(victims)
-            rows = self._fresh_by_kind[kind]
-            while rows and freed < need:
-                row_id = next(iter(rows))
-                freed += rows[row_id].size
-                self._forget_fresh(row_id)
+            while freed < need and (row := self._fresh.oldest_of(kind)) is not None:
+                freed += row.size
+                self._fresh.forget(row.row_id)
                 drops[kind] += 1
         return +drops
 
@@ -315,7 +299,7 @@ class Spool:
         ``DROP_ORDER`` are dropped (counted) until they fit."""
         if self._file is None or not (self._fresh or self._gone):
             return
-        need = max(self._fresh_bytes, self._max_bytes // 20)
+        need = max(self._fresh.bytes, self._max_bytes // 20)
         for _ in range(FULL_FILE_RETRIES):
             if self._gone:
                 deleted = set(self._gone)
@@ -323,7 +307,7 @@ class Spool:
                 if self._file is None:  # degraded: all of it is in memory now
                     return
                 self._gone -= deleted
-            rows = [row for row, _ in self._fresh.values()]
+            rows = list(self._fresh)
             if not rows:
                 break
             try:
@@ -335,7 +319,7 @@ class Spool:
             if self._file is None:
                 return
             for row in rows:
-                self._forget_fresh(row.row_id)
+                self._fresh.forget(row.row_id)
             self._file_rows += len(rows)
             self._file_bytes += sum(row.size for row in rows)
             break
@@ -355,8 +339,7 @@ class Spool:
             if found:
                 self._oldest_on_file = found[0].row_id
                 return found[0]
-        first = next(iter(self._fresh.values()), None)
-        return None if first is None else first[0]
+        return self._fresh.oldest()
 
     def _count_drops(self, drops: Counter[str]) -> None:
         self._dropped.update(drops)
@@ -399,17 +382,9 @@ class Spool:
                 pass
         self._gone.clear()
         self._file_rows = self._file_bytes = 0
-        fresh = self._fresh
-        self._fresh = {}
-        self._fresh_by_kind = {kind: {} for kind in DROP_ORDER}
-        self._fresh_bytes = 0
+        fresh, self._fresh = self._fresh, MemoryRows(DROP_ORDER)
         since = self._monotonic()
         for row in kept:
-            self._keep_in_memory(row, since)
-        for row, appended in fresh.values():
-            self._keep_in_memory(row, appended)
-
-    def _keep_in_memory(self, row: Spooled, since: float) -> None:
-        self._fresh[row.row_id] = (row, since)
-        self._fresh_by_kind[row.kind][row.row_id] = row
-        self._fresh_bytes += row.size
+            self._fresh.add(row, since)
+        for row, appended in fresh.entries():
+            self._fresh.add(row, appended)

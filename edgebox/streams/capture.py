@@ -16,8 +16,8 @@ from edgebox.events import StreamState
 from edgebox.secrets_mask import MaskSecrets
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
+from edgebox.streams.frame_source import FrameSource, SourceError
 from edgebox.streams.source_spec import SourceKind, SourceSpec
-from edgebox.streams.sources import FrameSource, SourceError
 
 log = logging.getLogger(__name__)
 log.addFilter(MaskSecrets())  # a traceback from opening a source may quote its pipeline

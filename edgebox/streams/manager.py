@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from edgebox.backoff import Backoff
 from edgebox.dataplane import DataPlane
 from edgebox.events import EventBus, StreamStatus
-from edgebox.settings import StreamSettings
+from edgebox.streams.frame_source import FrameSource
 from edgebox.streams.latest_frames import LatestFrames
+from edgebox.streams.settings import StreamSettings
 from edgebox.streams.source_spec import SourceKind, SourceSpec
-from edgebox.streams.sources import FrameSource, open_source
+from edgebox.streams.sources import open_source
 from edgebox.streams.stream import Stream
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,3 @@ class StreamManager:
 
     def status(self) -> list[StreamStatus]:
         return [stream.status() for stream in self._streams]
-
-    def __len__(self) -> int:
-        return len(self._streams)

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from edgebox.streams.frame_source import SourceError
 from edgebox.streams.source_spec import SourceKind, SourceSpec
-from edgebox.streams.sources import SourceError
 
 FFMPEG_OPTIONS_VARIABLE = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
 LOW_LATENCY_FFMPEG_OPTIONS = "rtsp_transport;tcp|fflags;nobuffer|flags;low_delay"
@@ -45,7 +45,6 @@ class OpenCvSource:
 
     def __init__(self, spec: SourceSpec) -> None:
         self._cv2 = _import_cv2()
-        self._spec = spec
         self._capture: Any = _open(self._cv2, spec)
 
     def grab(self) -> bool:

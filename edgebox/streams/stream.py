@@ -13,14 +13,14 @@ from edgebox.dataplane import DataPlane
 from edgebox.events import EventBus, StreamState, StreamStatus
 from edgebox.log_limiter import LogLimiter
 from edgebox.secrets_mask import mask_secrets
-from edgebox.settings import StreamSettings
 from edgebox.streams.capture import CapturedFrame, CaptureLoop
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
+from edgebox.streams.frame_source import FrameSource
 from edgebox.streams.inference import InferenceLoop
 from edgebox.streams.latest_frames import LatestFrames
+from edgebox.streams.settings import StreamSettings
 from edgebox.streams.source_spec import SourceSpec, parse_source
-from edgebox.streams.sources import FrameSource
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Telemetry is on by default, unlike MQTT: the section may be left out, and
 each field may be set alone (``EDGEBOX_TELEMETRY_SOURCE``,
-``--telemetry-interval-s``). Parsed by ``edgebox/settings.py`` like every
+``--telemetry-interval-s``). Parsed by ``edgebox/settings/`` like every
 section; ``problems()`` names what is wrong field by field.
 """
 

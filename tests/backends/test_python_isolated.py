@@ -30,7 +30,7 @@ from edgebox.backends.python.isolation import IsolationOptions
 from edgebox.backoff import Backoff
 from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, Unavailable
 from edgebox.repository.config import read_model_config
-from edgebox.settings import PYTHON_ISOLATION_MODES
+from edgebox.settings.top_level import PYTHON_ISOLATION_MODES
 from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor
 
 FAST_RESTARTS = IsolationOptions(

@@ -15,8 +15,8 @@ from edgebox import __version__
 from edgebox.events import ModelStateChanged, StreamResult
 from edgebox.lifecycle.states import ModelState
 from edgebox.mqtt.link_stats import MqttStats
-from edgebox.settings import StreamSettings
 from edgebox.streams.manager import StreamManager
+from edgebox.streams.settings import StreamSettings
 from edgebox.tensors import InferRequest, Tensor
 from fakes.fake_dashboard_sources import FakeMqttForwarder, FakeTelemetry, fake_sample
 from model_fixtures import add_add_sub, write_model

@@ -14,7 +14,8 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from wheel_tags import runs_on
 
 import edgebox
-from edgebox.settings import DEFAULT_CONFIG_FILE, Settings
+from edgebox.settings import Settings
+from edgebox.settings.loader import DEFAULT_CONFIG_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 DEBIAN = ROOT / "debian"

@@ -16,7 +16,8 @@ from edgebox.cli import build_parser
 from edgebox.commands.console import EXIT_CONFIG
 from edgebox.dashboard.settings import DEFAULT_SESSION_KEY_PATH
 from edgebox.mqtt.settings import DEFAULT_SPOOL_PATH, MqttSettings
-from edgebox.settings import DEFAULT_CONFIG_FILE, Settings, load_settings
+from edgebox.settings import Settings, load_settings
+from edgebox.settings.loader import DEFAULT_CONFIG_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "systemd" / "edgebox.service"

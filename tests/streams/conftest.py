@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from fake_sources import FAST_BACKOFF
 
-from edgebox.settings import StreamSettings
 from edgebox.streams.manager import StreamManager
+from edgebox.streams.settings import StreamSettings
 from edgebox.streams.sources import open_source
 from fakes import blocking_gate
 

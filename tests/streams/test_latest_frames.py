@@ -9,8 +9,8 @@ from stream_models import FAKE_LANES, LANES_CONFIG, write_video
 
 from daemon_process import wait_for
 from edgebox.events import StreamLatency, StreamResult
-from edgebox.settings import StreamSettings
 from edgebox.streams.latest_frames import LatestFrames
+from edgebox.streams.settings import StreamSettings
 from model_fixtures import write_model
 
 

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from stream_models import level_of, write_video
 
+from edgebox.streams.frame_source import SourceError
 from edgebox.streams.opencv_source import _has_gstreamer
 from edgebox.streams.source_spec import parse_source
-from edgebox.streams.sources import SourceError, open_source
+from edgebox.streams.sources import open_source
 from edgebox.streams.synthetic_road import SyntheticRoad
 
 

@@ -26,7 +26,7 @@ from stream_models import (
 
 from daemon_process import wait_for
 from edgebox.events import StreamResult, StreamState, StreamStatus
-from edgebox.settings import StreamSettings
+from edgebox.streams.settings import StreamSettings
 from fakes import blocking_gate
 from model_fixtures import write_model
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from edgebox import settings as settings_module
 from edgebox.dashboard.settings import DashboardSettings
-from edgebox.settings import Settings, SettingsError, StreamSettings, load_settings
+from edgebox.settings import Settings, SettingsError, load_settings
+from edgebox.settings import loader as settings_module
+from edgebox.streams.settings import StreamSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -47,5 +47,6 @@ def test_only_the_daemon_runs_streams_and_settings_only_parse_sources():
     assert all(line.endswith(" imports edgebox.streams.latest_frames") for line in dashboard)
     assert [line for line in importers(outside, ("edgebox.streams",)) if line not in dashboard] == [
         "edgebox/daemon.py imports edgebox.streams.manager",
-        "edgebox/settings.py imports edgebox.streams.source_spec",
+        "edgebox/mqtt/bridge.py imports edgebox.streams.settings",
+        "edgebox/settings/top_level.py imports edgebox.streams.settings",
     ]

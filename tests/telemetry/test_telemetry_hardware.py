@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from edgebox.telemetry.choice import jtop_installed, looks_like_jetson
 from edgebox.telemetry.jtop_source import JtopSource
-from edgebox.telemetry.source import jtop_installed, looks_like_jetson
 from edgebox.telemetry.sysfs_source import SysfsSource
 
 ROOT = Path("/")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from edgebox.telemetry import source as source_module
-from edgebox.telemetry.source import SourceUnavailable, open_source
+from edgebox.telemetry import choice as source_module
+from edgebox.telemetry.choice import open_source
+from edgebox.telemetry.source import SourceUnavailable
 from fakes.fake_jtop import FakeJtop
 
 FIXTURES = Path(__file__).parent / "fixtures"
