@@ -276,14 +276,7 @@ class Daemon:
             return False
         notify(f"RELOADING=1\nMONOTONIC_USEC={time.monotonic_ns() // 1000}")
         try:
-            applied = reload_settings(
-                self.settings,
-                self._reread,
-                dataplane=self.dataplane,
-                streams=self.streams,
-                mqtt=self.mqtt,
-                telemetry=self.telemetry,
-            )
+            applied = reload_settings(self.settings, self._reread, self)
             if applied is None:
                 return False
             self.settings = applied
