@@ -137,7 +137,7 @@ class _Stack:
         self.manager = LifecycleManager(
             repository, self.registry, BackendCatalog(), infer=lambda r: self.dataplane.infer(r)
         )
-        self.dataplane = DataPlane(self.registry, self.manager)
+        self.dataplane = DataPlane(self.registry)
 
     def compute_ns(self) -> dict[str, tuple[int, int]]:
         found = {}
@@ -169,9 +169,7 @@ def measure(
             "detector alone": lambda s, c: _calls(stack, detector_request, s, c),
             "pipeline alone": lambda s, c: _calls(stack, pipeline_request, s, c),
             "stream (file)": lambda s, c: _stream(stack, str(video), s, c),
-            "stream (1 in flight)": lambda s, c: _stream(
-                stack, str(video), s, c, in_flight=1
-            ),
+            "stream (1 in flight)": lambda s, c: _stream(stack, str(video), s, c, in_flight=1),
             "stream (synthetic)": lambda s, c: _stream(
                 stack, f"synthetic:road?seed=7&width={WIDTH}&height={HEIGHT}", s, c
             ),
@@ -205,9 +203,7 @@ def _calls(stack: _Stack, request: InferRequest, seconds: float, cell: Cell) -> 
         cell.cpu_ms.append((cpu_after - cpu_before) / result.calls * 1e3)
 
 
-def _stream(
-    stack: _Stack, source: str, seconds: float, cell: Cell, in_flight: int = 2
-) -> None:
+def _stream(stack: _Stack, source: str, seconds: float, cell: Cell, in_flight: int = 2) -> None:
     """One stream run: start, skip the warm-up results, count results for
     ``seconds``, stop."""
     results = stack.bus.subscribe(StreamResult, max_events=100_000)

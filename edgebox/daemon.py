@@ -1,6 +1,8 @@
 """The composition root: builds every part, starts them in order, and stops them
 in reverse on SIGTERM (finishing in-flight requests first). SIGHUP re-reads the
-settings and applies what can change live (``reload``).
+settings and applies what can change live (``reload``, ``live_reload``). Each
+transport is built by its own ``wiring`` module from the settings and the
+parts built here.
 
 Signal handlers only set a flag and wake the main thread, which does the
 work: a reload runs there, between watchdog pings, never on a request's path.
@@ -29,22 +31,20 @@ from edgebox.events import EventBus
 from edgebox.lifecycle.limits import LoadLimits, default_max_threads_per_instance
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
+from edgebox.live_reload import reload_settings
 from edgebox.metrics.collector import MetricsCollector
 from edgebox.metrics.server import MetricsServer
-from edgebox.mqtt.bridge import build_forwarder, build_router, result_tap
+from edgebox.mqtt.bridge import build_forwarder, result_tap
 from edgebox.mqtt.forwarder import MqttForwarder
 from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.grpc.access import grpc_policy
-from edgebox.protocol.grpc.server import GrpcServer
-from edgebox.protocol.http.access import HttpAccessControl
-from edgebox.protocol.http.infer_codec import HEADER_LENGTH
-from edgebox.protocol.http.server import HttpServer
-from edgebox.protocol.http.v2_handlers import V2Handlers
+from edgebox.protocol.grpc.wiring import grpc_server
+from edgebox.protocol.http.wiring import http_server
 from edgebox.protocol.shared_memory import SharedMemoryRegistry
 from edgebox.repository.poller import RepositoryPoller
+from edgebox.repository_control import RepositoryControl
 from edgebox.sd_notify import notify, watchdog_interval_s
-from edgebox.settings import Settings, SettingsError
-from edgebox.settings_reload import SettingsChange, compare, restart_warning
+from edgebox.settings import Settings
 from edgebox.streams.manager import StreamManager
 from edgebox.telemetry.choice import open_source
 from edgebox.telemetry.sampler import Telemetry
@@ -81,11 +81,12 @@ class Daemon:
         )
         self.dataplane = DataPlane(
             self.registry,
-            self.manager,
-            control_mode=settings.model_control_mode,
             strict_readiness=settings.strict_readiness,
             server_name=settings.server_name,
             result_tap=result_tap(self.bus) if settings.mqtt is not None else None,
+        )
+        self.repository_control = RepositoryControl(
+            self.registry, self.manager, self.dataplane.live, settings.model_control_mode
         )
         self.access = AccessPolicy.from_settings(
             settings.http_restricted_api, settings.api_key_file
@@ -93,35 +94,12 @@ class Daemon:
         self.shared_memory = SharedMemoryRegistry(
             settings.shared_memory_max_bytes, settings.shared_memory_max_regions
         )
-        self.http = HttpServer(
-            HttpAccessControl(
-                V2Handlers(
-                    self.dataplane,
-                    max_request_bytes=settings.max_request_bytes,
-                    shared_memory=self.shared_memory,
-                ),
-                self.access,
-            ),
-            settings.host,
-            settings.http_port,
-            max_request_bytes=settings.max_request_bytes,
-            max_connections=settings.http_max_connections,
-            max_connections_per_client=settings.http_max_connections_per_client,
-            thread_count=settings.http_thread_count,
-            min_transfer_bytes_per_s=settings.http_min_transfer_bytes_per_s,
-            max_body_bytes_in_flight=settings.http_max_body_bytes_in_flight or None,
-            align_body_at=_binary_part_offset,
+        self.http = http_server(
+            settings, self.dataplane, self.repository_control, self.shared_memory, self.access
         )
         self.grpc_access = grpc_policy(settings.grpc_restricted_protocol, settings.api_key_file)
-        self.grpc = GrpcServer(
-            self.dataplane,
-            self.grpc_access,
-            settings.host,
-            settings.grpc_port,
-            max_message_bytes=settings.max_request_bytes,
-            thread_count=settings.grpc_thread_count,
-            max_concurrent_streams=settings.grpc_max_concurrent_streams,
-            shared_memory=self.shared_memory,
+        self.grpc = grpc_server(
+            settings, self.dataplane, self.repository_control, self.shared_memory, self.grpc_access
         )
         self.streams = StreamManager(settings.streams, self.dataplane, self.bus)
         self.mqtt: MqttForwarder | None = None
@@ -146,11 +124,12 @@ class Daemon:
             self.dashboard = DashboardServer.build(
                 DashboardDeps(
                     dataplane=self.dataplane,
+                    repository_control=self.repository_control,
                     registry=self.registry,
                     bus=self.bus,
                     control_mode=settings.model_control_mode,
                     streams=self.streams,
-                    telemetry=getattr(self, "telemetry", None),
+                    telemetry=self.telemetry,
                     mqtt=self.mqtt,
                     frames=self.streams.latest_frames,
                 ),
@@ -197,7 +176,8 @@ class Daemon:
         self.metrics = MetricsServer(
             MetricsCollector(
                 self.dataplane,
-                getattr(self, "telemetry", None),
+                self.repository_control,
+                self.telemetry,
                 self.streams,
                 self.mqtt,
                 self.bus,
@@ -208,15 +188,13 @@ class Daemon:
             settings.metrics_port,
         )
         port = self.metrics.start()
-        if _is_loopback(address):
-            log.info(
-                "Metrics service listening on %s:%d "
-                "(loopback only: not reachable from other machines)",
-                address,
-                port,
-            )
-        else:
-            log.info("Metrics service listening on %s:%d", address, port)
+        local = " (loopback only: not reachable from other machines)"
+        log.info(
+            "Metrics service listening on %s:%d%s",
+            address,
+            port,
+            local if _is_loopback(address) else "",
+        )
 
     def run(self) -> int:
         settings = self.settings
@@ -288,9 +266,9 @@ class Daemon:
     def reload(self) -> bool:
         """SIGHUP, on the main thread: read the settings again, log every
         changed field that needs a restart in one warning, apply the others
-        and log a summary. Bad settings (or a failure applying them) are
-        logged and the daemon keeps running on what it has; never raises.
-        True when new settings were applied."""
+        and log a summary (``live_reload``). Bad settings (or a failure
+        applying them) are logged and the daemon keeps running on what it
+        has; never raises. True when new settings were applied."""
         if self._reread is None:
             log.warning(
                 "SIGHUP: these settings were not read from a configuration; nothing to reload"
@@ -298,70 +276,13 @@ class Daemon:
             return False
         notify(f"RELOADING=1\nMONOTONIC_USEC={time.monotonic_ns() // 1000}")
         try:
-            try:
-                new = self._reread()
-            except SettingsError as exc:
-                problems = _problem_lines(exc)
-                if len(problems) == 1:
-                    log.error("settings reload: %s; keeping the current settings", problems[0])
-                else:
-                    log.error(
-                        "settings reload: %d problems; keeping the current settings",
-                        len(problems),
-                    )
-                    for problem in problems:
-                        log.error("settings reload: %s", problem)
+            applied = reload_settings(self.settings, self._reread, self)
+            if applied is None:
                 return False
-            change = compare(self.settings, new)
-            if change.restart:
-                log.warning("%s", restart_warning(change.restart))
-            applied = self._apply(change)
-            self.settings = change.applied
-            log.info(
-                "settings reloaded: %s",
-                f"applied {', '.join(applied)}" if applied else "nothing applied",
-            )
+            self.settings = applied
             return True
-        except Exception:
-            log.exception("settings reload failed; keeping what was already applied")
-            return False
         finally:
             notify("READY=1")
-
-    def _apply(self, change: SettingsChange) -> list[str]:
-        """Each live field of ``change`` applied to its part; the names (and
-        what a stream change did) for the summary line."""
-        new = change.applied
-        live = set(change.live)
-        applied: list[str] = []
-        if "log_verbose" in live:
-            self.dataplane.update_log_settings({"log_verbose_level": new.log_verbose})
-            applied.append("'log_verbose'")
-        if "exit_timeout_secs" in live:
-            applied.append("'exit_timeout_secs'")
-        if "streams" in live:
-            done = self.streams.apply(new.streams, self.settings.exit_timeout_secs / 2)
-            described = done.describe()
-            applied.append(f"'streams' ({described})" if described else "'streams'")
-        mqtt_fields = [name for name in change.live if name.startswith("mqtt.")]
-        if self.mqtt is not None and new.mqtt is not None:
-            files = self.mqtt.reconfigure(new.mqtt, build_router(new.mqtt, new.streams))
-            applied += [f"'{name}'" for name in mqtt_fields]
-            applied += [
-                f"'mqtt.{name}' (the file's contents)"
-                for name in files
-                if f"mqtt.{name}" not in mqtt_fields
-            ]
-        telemetry_fields = [name for name in change.live if name.startswith("telemetry.")]
-        if telemetry_fields:
-            telemetry = new.telemetry
-            self.telemetry.retime(
-                telemetry.interval_s,
-                telemetry.history_s,
-                telemetry.mqtt_interval_s if new.mqtt is not None else 0.0,
-            )
-            applied += [f"'{name}'" for name in telemetry_fields]
-        return applied
 
     def _start_dashboard(self) -> None:
         """The dashboard is a window on the daemon, not part of serving: a
@@ -469,17 +390,3 @@ def _is_loopback(address: str) -> bool:
         return ipaddress.ip_address(address).is_loopback
     except ValueError:
         return False
-
-
-def _binary_part_offset(headers: dict[str, str]) -> int:
-    return int(headers.get(HEADER_LENGTH, 0))
-
-
-def _problem_lines(error: SettingsError) -> list[str]:
-    """Each problem of ``error`` as ``edgebox serve`` prints it (with the file
-    and line first when it has them)."""
-    lines = [
-        problem.located() if hasattr(problem, "located") else str(problem)
-        for problem in getattr(error, "problems", ())
-    ]
-    return lines or str(error).splitlines() or [type(error).__name__]

@@ -1,6 +1,7 @@
-"""What the dataplane's non-infer verbs answer, with no wire format: each
-transport renders these (HTTP as KServe v2 JSON in ``protocol/http/render.py``,
-gRPC as ``service_pb2`` messages), so both say the same thing.
+"""What the non-infer verbs of the dataplane and of repository control answer,
+with no wire format: each transport renders these (HTTP as KServe v2 JSON in
+``protocol/http/render.py``, gRPC as ``service_pb2`` messages), so both say
+the same thing.
 
 Results are frozen and hold tuples, so a transport may keep or share one
 without a copy. ``model_config`` answers with Triton's ``ModelConfig`` message

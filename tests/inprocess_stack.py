@@ -1,5 +1,6 @@
-"""An in-process stack (registry, manager, dataplane) over a repository in
-tmp_path, with real backends: lifecycle tests drive it without HTTP."""
+"""An in-process stack (registry, manager, dataplane, repository control) over
+a repository in tmp_path, with real backends: lifecycle tests drive it without
+HTTP."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from edgebox.dataplane import DataPlane
 from edgebox.events import EventBus, ModelStateChanged
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
+from edgebox.repository_control import RepositoryControl
 from edgebox.tensors import InferRequest, Tensor
 from fakes import blocking_gate
 
@@ -27,7 +29,10 @@ class Stack:
             infer=lambda r: self.dataplane.infer(r),
             infer_stream=lambda r, s: self.dataplane.infer_stream(r, s),
         )
-        self.dataplane = DataPlane(self.registry, self.manager, control_mode="explicit")
+        self.dataplane = DataPlane(self.registry)
+        self.repository_control = RepositoryControl(
+            self.registry, self.manager, self.dataplane.live, "explicit"
+        )
 
     def infer(self, model: str, version: str = "", input_name: str = "X"):
         data = np.array([1.0, 2.0], dtype=np.float32)

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from edgebox import __version__
-from edgebox.cli import EXIT_CONFIG, EXIT_OK, EXIT_PROBLEMS, add_setting_flags, build_parser, main
+from edgebox.cli import build_parser, main
+from edgebox.commands.console import EXIT_CONFIG, EXIT_OK, EXIT_PROBLEMS
+from edgebox.commands.setting_flags import add_setting_flags
 from edgebox.settings import SECTIONS, Settings, load_settings
 from edgebox.settings import loader as settings_module
 from model_fixtures import ADD_SUB_CONFIG, REPO_ROOT, add_add_sub, write_model

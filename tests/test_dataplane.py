@@ -70,7 +70,7 @@ def dataplane_with(scheduler: Scheduler) -> tuple[DataPlane, ServedModel]:
     served = ServedModel("m", 1, config, ModelSignature.from_config(config), scheduler)
     registry = ModelRegistry()
     registry.publish(served)
-    return DataPlane(registry, manager=None), served
+    return DataPlane(registry), served
 
 
 def request(name: str = "m", input_name: str = "X") -> InferRequest:

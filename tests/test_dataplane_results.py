@@ -129,14 +129,14 @@ def test_statistics_list_served_versions_and_none_for_a_model_that_failed(loaded
         loaded.statistics("add_sub", "1")
 
 
-def test_repository_index_is_typed_entries(tmp_path, loaded):
-    ready, bad, idle = loaded.repository_index()
+def test_repository_index_is_typed_entries(tmp_path, loaded, stack):
+    ready, bad, idle = stack.repository_control.repository_index()
     assert ready == RepositoryIndexEntry("add_sub", "2", ModelState.READY, "")
     assert (bad.name, bad.version, bad.state) == ("bad", None, ModelState.UNAVAILABLE)
     assert bad.reason == f"{tmp_path}/bad/config.pbtxt:1:7: 'name: {{': " + (
         "Expected string but found: '{'"
     )
     assert idle == RepositoryIndexEntry("idle")
-    assert loaded.repository_index(ready_only=True) == [
+    assert stack.repository_control.repository_index(ready_only=True) == [
         RepositoryIndexEntry("add_sub", "2", ModelState.READY, "")
     ]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edgebox.cli import EXIT_CONFIG, build_parser, main
+from edgebox.cli import build_parser, main
+from edgebox.commands.console import EXIT_CONFIG
 from edgebox.settings import SettingsError, load_settings
 from edgebox.settings import loader as settings_module
 
@@ -83,7 +84,7 @@ def test_dashboard_may_take_the_metrics_port_while_metrics_are_off() -> None:
 
 
 def test_check_summary_says_metrics_are_off_or_where_they_bind(tmp_path: Path) -> None:
-    from edgebox.cli import _summary
+    from edgebox.commands.check import _summary
 
     off = load_settings({"allow_metrics": "false"}, environ={})
     assert "ports http 8000, grpc 8001, metrics off, dashboard 8080;" in _summary(off)

@@ -1,6 +1,6 @@
 """Blueprint ``api``: the JSON API under ``/api/v1/`` that the pages poll
 (docs/dashboard.md, "JSON API"). Every view reads what the daemon already
-keeps; the model actions call the dataplane's verbs."""
+keeps; the model actions call ``RepositoryControl``'s verbs."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def overview() -> Response:
     deps = current.deps
     latest = deps.telemetry.latest() if deps.telemetry is not None else None
     ready = total = 0
-    for versions in _states_by_model(deps.dataplane.repository_index()).values():
+    for versions in _states_by_model(deps.repository_control.repository_index()).values():
         total += 1
         ready += ModelState.READY in versions
     return jsonify(
@@ -76,18 +76,24 @@ def models() -> Response:
     current = state()
     deps = current.deps
     return jsonify(
-        models_document(deps.dataplane, deps.registry, deps.control_mode, current.events.last_error)
+        models_document(
+            deps.dataplane,
+            deps.repository_control,
+            deps.registry,
+            deps.control_mode,
+            current.events.last_error,
+        )
     )
 
 
 @api.post("/models/<name>/load")
 def load(name: str) -> Response | tuple:
-    return _act(name, "load", lambda: state().deps.dataplane.load_model(name))
+    return _act(name, "load", lambda: state().deps.repository_control.load_model(name))
 
 
 @api.post("/models/<name>/unload")
 def unload(name: str) -> Response | tuple:
-    return _act(name, "unload", lambda: state().deps.dataplane.unload_model(name))
+    return _act(name, "unload", lambda: state().deps.repository_control.unload_model(name))
 
 
 @api.post("/models/<name>/rollback")
@@ -97,7 +103,7 @@ def rollback(name: str) -> Response | tuple:
         return _error(400, f"model '{name}' rollback: expected a JSON body {{\"version\": N}}")
     version = body.get("version")
     try:
-        moved = state().deps.dataplane.rollback_model(name, version)
+        moved = state().deps.repository_control.rollback_model(name, version)
     except EdgeboxError as exc:
         return _refused("rollback", name, exc, version=version)
     audit(
@@ -115,7 +121,7 @@ def rollback(name: str) -> Response | tuple:
 @api.post("/models/<name>/restore")
 def restore(name: str) -> Response | tuple:
     try:
-        moved = state().deps.dataplane.restore_model(name)
+        moved = state().deps.repository_control.restore_model(name)
     except EdgeboxError as exc:
         return _refused("restore", name, exc)
     audit(
@@ -133,7 +139,7 @@ def restore(name: str) -> Response | tuple:
 def version_folders() -> Response:
     listed = [
         {"name": name, "versions": list(folders.versions), "rolled_back": list(folders.rolled_back)}
-        for name, folders in sorted(state().deps.dataplane.version_folders().items())
+        for name, folders in sorted(state().deps.repository_control.version_folders().items())
     ]
     return jsonify(models=listed)
 

@@ -15,6 +15,7 @@ from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
 if TYPE_CHECKING:
     from edgebox.dataplane import DataPlane
     from edgebox.lifecycle.registry import ModelRegistry
+    from edgebox.repository_control import RepositoryControl
 
 
 class TelemetrySource(Protocol):
@@ -42,7 +43,9 @@ class StreamStatusSource(Protocol):
 @dataclass(frozen=True)
 class DashboardDeps:
     dataplane: DataPlane
-    """Load, unload, the repository index and statistics."""
+    """Statistics."""
+    repository_control: RepositoryControl
+    """Load, unload, rollback, restore and the repository index."""
     registry: ModelRegistry
     """Served versions' configs and load notes."""
     bus: EventBus

@@ -14,18 +14,20 @@ from edgebox.dataplane_results import LatencyHistogram, StatisticDuration
 if TYPE_CHECKING:
     from edgebox.dataplane import DataPlane
     from edgebox.lifecycle.registry import ModelRegistry
+    from edgebox.repository_control import RepositoryControl
 
 _Group = model_config_pb2.ModelInstanceGroup
 
 
 def models_document(
     dataplane: DataPlane,
+    repository_control: RepositoryControl,
     registry: ModelRegistry,
     control_mode: str,
     last_error: Callable[[str], str | None],
 ) -> dict[str, Any]:
     entries: dict[str, list] = {}
-    for entry in dataplane.repository_index():
+    for entry in repository_control.repository_index():
         entries.setdefault(entry.name, []).append(entry)
     statistics: dict[str, list] = {}
     for version_stats in dataplane.statistics():

@@ -49,6 +49,7 @@ from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
 if TYPE_CHECKING:
     from edgebox.dataplane import DataPlane
     from edgebox.events import EventBus
+    from edgebox.repository_control import RepositoryControl
     from edgebox.scheduling.statistics import StatisticsSnapshot
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,7 @@ class MetricsCollector:
     def __init__(
         self,
         dataplane: DataPlane | None,
+        repository_control: RepositoryControl | None = None,
         telemetry: TelemetrySource | None = None,
         streams: StreamSource | None = None,
         mqtt: MqttSource | None = None,
@@ -149,6 +151,7 @@ class MetricsCollector:
         """``gpu`` / ``cpu`` false leave the ``nv_gpu_*`` / ``nv_cpu_*``
         families out (``allow_gpu_metrics`` / ``allow_cpu_metrics``)."""
         self._dataplane = dataplane
+        self._repository_control = repository_control
         self._gpu = gpu
         self._cpu = cpu
         self._custom = custom
@@ -159,7 +162,9 @@ class MetricsCollector:
         self._log_limiter = LogLimiter(60.0)
         parts: list[tuple[str, Callable[[], Iterable[Metric]]]] = []
         if dataplane is not None:
-            parts += [("statistics", self._inference), ("the repository index", self._models)]
+            parts.append(("statistics", self._inference))
+        if repository_control is not None:
+            parts.append(("the repository index", self._models))
         if telemetry is not None:
             parts.append(("telemetry", self._telemetry_gauges))
         if streams is not None:
@@ -235,7 +240,7 @@ class MetricsCollector:
             "failed before any version (see /v2/repository/index for the reason)",
             labels=["model", "version"],
         )
-        for entry in self._dataplane.repository_index():
+        for entry in self._repository_control.repository_index():
             if entry.state is None:
                 continue
             down = entry.state is ModelState.UNAVAILABLE and bool(entry.reason)

@@ -1,9 +1,15 @@
-"""protocol/ turns bytes into tensors and back; it never touches a backend.
+"""protocol/ turns bytes into the dataplane's requests and its typed answers
+back into bytes, one folder per transport (``http/``, ``grpc/``), each with
+its own server, its own rendering of the results, its own ``error_map`` from
+``ErrorCode`` to its statuses, and a ``wiring`` module that builds it from the
+settings for the daemon. What the transports share lives here: the raw tensor
+layout (``tensor_codec``: Triton's binary extension and gRPC's
+``raw_input_contents`` are the same bytes), the access policy, the registry
+of system shared-memory regions both transports read and write, and the
+audit line of a repository load or unload.
 
-One folder per transport (``http/``, and ``grpc/`` beside it), each with its own
-server, its own rendering of the dataplane's results and its own mapping from
-``ErrorCode`` to its statuses. What the transports share lives here: the raw
-tensor layout (``tensor_codec``: Triton's binary extension and gRPC's
-``raw_input_contents`` are the same bytes), the access policy, and the
-registry of system shared-memory regions both transports read and write.
+Invariant: a transport calls the verbs of ``DataPlane`` and
+``RepositoryControl`` and nothing below them: no backend, scheduler,
+lifecycle manager or registry, and no model logic. Only the daemon builds a
+transport (``tests/test_layering.py``).
 """

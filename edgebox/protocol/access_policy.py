@@ -1,7 +1,7 @@
 """Who may call which API: Triton's restricted-API groups plus the appliance's
 loopback-only default for the control APIs. Transport-neutral: each transport
 decides which API a request belongs to and how a refusal looks on its wire
-(HTTP: ``http_access.py``).
+(HTTP: ``protocol/http/access.py``, gRPC: ``protocol/grpc/access.py``).
 
 The rules, in order, for a request to API ``a`` from peer ``p``:
 

@@ -265,6 +265,22 @@ def tensor_location(where: str, parameters: dict) -> TensorLocation | None:
     return TensorLocation(region, values[OFFSET], values[BYTE_SIZE])
 
 
+def tensor_view(
+    where: str, parameters: dict, regions: RegionLease | None, writable: bool = False
+) -> memoryview | None:
+    """The leased bytes a tensor's parameters place in shared memory (an
+    output's ``writable``), None when they name no region. Unsupported where
+    the caller leased no regions; InvalidArgument for a malformed location or
+    one outside its region."""
+    if REGION not in parameters:
+        return None
+    location = tensor_location(where, parameters)
+    if regions is None:
+        kind = "outputs" if writable else "inputs"
+        raise Unsupported(f"{where}: shared memory {kind} are not supported here")
+    return regions.view(where, location, writable)
+
+
 def place_outputs(
     where: str, outputs: list, asked: dict[str, dict], regions: RegionLease | None
 ) -> set[str]:

@@ -25,7 +25,7 @@ Rules:
   (``parse_version``).
 
 Not safe against a concurrent call on the same model: the caller serialises
-(``DataPlane`` holds a lock). The poller may scan at any time; see above.
+(``RepositoryControl`` holds a lock). The poller may scan at any time; see above.
 """
 
 from __future__ import annotations

@@ -14,7 +14,13 @@ PASSWORD_HASH = generate_password_hash(PASSWORD, method="pbkdf2:sha256:1000")
 
 def dashboard_deps(stack, **parts) -> DashboardDeps:
     parts.setdefault("control_mode", "explicit")
-    return DashboardDeps(dataplane=stack.dataplane, registry=stack.registry, bus=stack.bus, **parts)
+    return DashboardDeps(
+        dataplane=stack.dataplane,
+        repository_control=stack.repository_control,
+        registry=stack.registry,
+        bus=stack.bus,
+        **parts,
+    )
 
 
 def csrf(client) -> str:

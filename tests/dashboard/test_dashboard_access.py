@@ -159,11 +159,11 @@ def test_unload_without_login_is_refused_and_with_login_unloads(tmp_path, stack,
 
 
 def test_load_and_unload_outside_explicit_mode_answer_503_with_the_daemons_message(stack, make_app):
-    from edgebox.dataplane import DataPlane
+    from edgebox.repository_control import RepositoryControl
 
-    poll = DataPlane(stack.registry, stack.manager, control_mode="poll")
+    poll = RepositoryControl(stack.registry, stack.manager, stack.dataplane.live, "poll")
     deps = dashboard_deps(stack, control_mode="poll")
-    deps = type(deps)(**{**deps.__dict__, "dataplane": poll})
+    deps = type(deps)(**{**deps.__dict__, "repository_control": poll})
     client = make_app(deps=deps).test_client()
     log_in(client)
     reply = post(client, "/api/v1/models/add_sub/unload")

@@ -10,7 +10,7 @@ import logging
 import pytest
 from dashboard_client import dashboard_deps, log_in, post
 
-from edgebox.dataplane import DataPlane
+from edgebox.repository_control import RepositoryControl
 from model_fixtures import add_add_sub
 
 NO_CSRF = {"error": "missing or wrong CSRF token (header X-CSRF-Token)"}
@@ -22,9 +22,9 @@ def poll_client(tmp_path, stack, make_app):
     """A logged-in client of a poll-mode dashboard over ``tmp_path``, which
     holds add_sub with versions 1 and 2."""
     add_add_sub(tmp_path, versions=(1, 2))
-    poll = DataPlane(stack.registry, stack.manager, control_mode="poll")
+    poll = RepositoryControl(stack.registry, stack.manager, stack.dataplane.live, "poll")
     deps = dashboard_deps(stack, control_mode="poll")
-    deps = type(deps)(**{**deps.__dict__, "dataplane": poll})
+    deps = type(deps)(**{**deps.__dict__, "repository_control": poll})
     client = make_app(deps=deps).test_client()
     log_in(client)
     return client
@@ -155,9 +155,11 @@ def test_a_parked_folder_in_the_way_answers_409(tmp_path, poll_client):
 @pytest.mark.parametrize("mode", ["explicit", "none"])
 def test_rollback_and_restore_outside_poll_mode_answer_409(tmp_path, stack, make_app, mode):
     add_add_sub(tmp_path, versions=(1, 2))
-    other = DataPlane(stack.registry, stack.manager, control_mode=mode)
+    other = RepositoryControl(stack.registry, stack.manager, stack.dataplane.live, mode)
     deps = dashboard_deps(stack, control_mode=mode)
-    client = make_app(deps=type(deps)(**{**deps.__dict__, "dataplane": other})).test_client()
+    client = make_app(
+        deps=type(deps)(**{**deps.__dict__, "repository_control": other})
+    ).test_client()
     log_in(client)
     expected = (
         "model rollback and restore need --model-control-mode poll; "
@@ -171,10 +173,10 @@ def test_rollback_and_restore_outside_poll_mode_answer_409(tmp_path, stack, make
 
 def test_rollback_needs_a_login_and_the_csrf_token(tmp_path, stack, make_app):
     add_add_sub(tmp_path, versions=(1, 2))
-    poll = DataPlane(stack.registry, stack.manager, control_mode="poll")
+    poll = RepositoryControl(stack.registry, stack.manager, stack.dataplane.live, "poll")
     deps = dashboard_deps(stack, control_mode="poll")
     client = make_app(
-        deps=type(deps)(**{**deps.__dict__, "dataplane": poll}), anonymous_read=True
+        deps=type(deps)(**{**deps.__dict__, "repository_control": poll}), anonymous_read=True
     ).test_client()
     for action in ("rollback", "restore"):
         refused = post(client, f"/api/v1/models/add_sub/{action}", json={"version": 1})

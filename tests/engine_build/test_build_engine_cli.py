@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from edgebox.cli import EXIT_OK, EXIT_PROBLEMS, main
+from edgebox.cli import main
+from edgebox.commands.console import EXIT_OK, EXIT_PROBLEMS
 from model_fixtures import REPO_ROOT
 
 

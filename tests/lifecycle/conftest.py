@@ -6,6 +6,7 @@ from edgebox.backends import BackendCatalog
 from edgebox.dataplane import DataPlane
 from edgebox.lifecycle.limits import LoadLimits
 from edgebox.lifecycle.manager import LifecycleManager
+from edgebox.repository_control import RepositoryControl
 from fakes import blocking_gate
 from inprocess_stack import Stack
 
@@ -25,7 +26,10 @@ def limited_stack(tmp_path):
             infer=lambda r: stack.dataplane.infer(r),
             limits=LoadLimits(**limits),
         )
-        stack.dataplane = DataPlane(stack.registry, stack.manager, control_mode="explicit")
+        stack.dataplane = DataPlane(stack.registry)
+        stack.repository_control = RepositoryControl(
+            stack.registry, stack.manager, stack.dataplane.live, "explicit"
+        )
         stacks.append(stack)
         return stack
 

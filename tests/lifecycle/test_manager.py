@@ -322,7 +322,7 @@ def test_ensemble_override_whose_step_is_itself_is_refused_and_changes_nothing(t
     _serving_pipeline(tmp_path, stack)
     before = stack.registry.statuses("inner")
     with pytest.raises(InvalidArgument) as info:
-        stack.dataplane.load_model("inner", _override(_ensemble("inner", "inner")))
+        stack.repository_control.load_model("inner", _override(_ensemble("inner", "inner")))
     assert str(info.value) == (
         "load failed for model 'inner': ensemble 'inner': steps form a cycle 'inner' -> 'inner'"
     )
@@ -334,7 +334,7 @@ def test_ensemble_override_reaching_itself_through_another_ensemble_is_refused(t
     _serving_pipeline(tmp_path, stack)
     before = stack.registry.statuses("inner")
     with pytest.raises(InvalidArgument) as info:
-        stack.dataplane.load_model("inner", _override(_ensemble("inner", "outer")))
+        stack.repository_control.load_model("inner", _override(_ensemble("inner", "outer")))
     assert str(info.value) == (
         "load failed for model 'inner': ensemble 'inner': steps form a cycle "
         "'inner' -> 'outer' -> 'inner'"
@@ -384,7 +384,7 @@ def test_instance_override_over_the_cap_is_refused_before_counting_them(tmp_path
     stack.manager.load_model("many")
     override = _override(PYTHON_XY_CONFIG.format(name="many") + GROUPS.format(count=10**9))
     with pytest.raises(InvalidArgument, match=r"^load failed for model 'many': instance_group asks for 1000000000 "):
-        stack.dataplane.load_model("many", override)
+        stack.repository_control.load_model("many", override)
     assert stack.registry.statuses("many") == {1: VersionStatus(ModelState.READY)}
 
 
@@ -401,7 +401,7 @@ def test_instances_over_the_total_cap_wait_for_others_to_close(tmp_path, limited
     )
     stack.manager.unload_model("first")
     assert stack.manager.wait_retired(10)
-    stack.dataplane.load_model("second")
+    stack.repository_control.load_model("second")
     assert stack.registry.is_ready("second")
 
 

@@ -50,7 +50,7 @@ def outside(tmp_path):
 @pytest.mark.parametrize("name", ["..", ".", "a/b", "a\0b"])
 def test_load_of_a_name_that_is_not_a_folder_name_is_refused(stack, outside, name):
     with pytest.raises(InvalidArgument) as info:
-        stack.dataplane.load_model(name)
+        stack.repository_control.load_model(name)
     shown = name.replace("\0", "\\0")
     assert str(info.value) == (
         f"model name '{shown}': expected a single folder name (not '.' or '..', without '/' or NUL)"
@@ -61,13 +61,13 @@ def test_load_of_a_name_that_is_not_a_folder_name_is_refused(stack, outside, nam
 
 def test_load_of_dot_dot_with_a_config_override_is_refused(stack, outside):
     with pytest.raises(InvalidArgument):
-        stack.dataplane.load_model("..", {"config": json.dumps({"backend": "python"})})
+        stack.repository_control.load_model("..", {"config": json.dumps({"backend": "python"})})
     assert not outside.exists()
 
 
 def test_unload_of_a_name_that_is_not_a_folder_name_is_refused(stack):
     with pytest.raises(InvalidArgument):
-        stack.dataplane.unload_model("..")
+        stack.repository_control.unload_model("..")
 
 
 def test_manager_refuses_a_name_that_is_not_a_folder_name(stack, outside):
@@ -85,7 +85,7 @@ def test_absolute_default_model_filename_override_is_refused_unrun(tmp_path, sta
     (tmp_path / "victim" / "1").mkdir()
     override = {"backend": "python", "default_model_filename": str(evil)}
     with pytest.raises(InvalidArgument) as info:
-        stack.dataplane.load_model("victim", {"config": json.dumps(override)})
+        stack.repository_control.load_model("victim", {"config": json.dumps(override)})
     assert str(info.value) == (
         "failed to load 'victim', failed to poll from model repository: load request config "
         f"for 'victim': default_model_filename '{evil}' is outside the model folder"

@@ -164,7 +164,7 @@ def test_warmup_override_over_the_cap_is_refused_and_changes_nothing(tmp_path, l
         CONFIG.format(name="kept", warmup=LONG_WARMUP), ModelConfig()
     )
     with pytest.raises(InvalidArgument, match=r"^load failed for model 'kept': model_warmup asks for 500 "):
-        stack.dataplane.load_model("kept", {"config": json_format.MessageToJson(override)})
+        stack.repository_control.load_model("kept", {"config": json_format.MessageToJson(override)})
     assert execute_counter.requests_seen["kept"] == 0
     assert stack.registry.statuses("kept") == {1: VersionStatus(ModelState.READY)}
     assert not stack.manager.config_of("kept").model_warmup

@@ -194,7 +194,9 @@ def test_unavailable_models_are_flagged_with_their_version(tmp_path, served):
     with pytest.raises(EdgeboxError):
         served.manager.load_model("broken")
 
-    _, families = scrape(MetricsCollector(served.dataplane, bus=served.bus))
+    _, families = scrape(
+        MetricsCollector(served.dataplane, served.repository_control, bus=served.bus)
+    )
 
     assert values(families["edgebox_model_unavailable"]) == {
         (("model", "add_sub"), ("version", "1")): 0,

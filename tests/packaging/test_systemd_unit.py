@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from edgebox import sd_notify
-from edgebox.cli import EXIT_CONFIG, build_parser
+from edgebox.cli import build_parser
+from edgebox.commands.console import EXIT_CONFIG
 from edgebox.dashboard.settings import DEFAULT_SESSION_KEY_PATH
 from edgebox.mqtt.settings import DEFAULT_SPOOL_PATH, MqttSettings
 from edgebox.settings import Settings, load_settings

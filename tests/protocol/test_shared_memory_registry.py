@@ -17,6 +17,7 @@ from edgebox.protocol.shared_memory import (
     TensorLocation,
     place_outputs,
     tensor_location,
+    tensor_view,
 )
 from edgebox.tensors import Tensor
 
@@ -238,6 +239,25 @@ def test_tensor_location_parameters():
             {"shared_memory_region": "r", "shared_memory_offset": -1, "shared_memory_byte_size": 1},
         )
     assert str(caught.value) == "w: 'shared_memory_offset' must be a non-negative integer"
+
+
+def test_tensor_view_is_the_leased_bytes_and_refused_without_a_lease(shm_key):
+    """Both transports' one rule for a tensor placed in shared memory: a
+    malformed location is refused first, then a caller with no lease."""
+    registry = SharedMemoryRegistry()
+    registry.register("r", shm_key(32), 0, 32)
+    placed = {"shared_memory_region": "r", "shared_memory_offset": 8, "shared_memory_byte_size": 4}
+    assert tensor_view("w", {"binary_data_size": 4}, None) is None
+    with registry.lease() as lease:
+        assert len(tensor_view("w", placed, lease)) == 4
+        assert tensor_view("w", placed, lease).readonly
+        assert not tensor_view("w", placed, lease, writable=True).readonly
+    for writable, kind in ((False, "inputs"), (True, "outputs")):
+        with pytest.raises(Unsupported) as caught:
+            tensor_view("w", placed, None, writable)
+        assert str(caught.value) == f"w: shared memory {kind} are not supported here"
+    with pytest.raises(InvalidArgument, match="'shared_memory_byte_size' is needed"):
+        tensor_view("w", {"shared_memory_region": "r"}, None)
 
 
 def test_outputs_are_written_only_when_every_one_fits(shm_key):

@@ -2,11 +2,12 @@
 Triton does, through the generated code ``tritonclient.grpc`` ships
 (``service_pb2``, ``service_pb2_grpc``); no protobuf is written by hand.
 
-A second transport, not a second server: every RPC calls the dataplane verb
-the matching HTTP route calls, errors keep their ``ErrorCode`` (mapped to gRPC
-statuses in ``error_map`` alone) and their message text, raw tensor bytes go
-through the shared ``tensor_codec``, and access is the shared
-``AccessPolicy`` with Triton's ``triton-grpc-protocol-<key>`` metadata.
+A second transport, not a second server. Invariant: every RPC calls the verb
+the matching HTTP route calls (the dataplane's, or repository control's),
+errors keep their ``ErrorCode`` (mapped to gRPC statuses in ``error_map``
+alone) and their message text, raw tensor bytes go through the shared
+``tensor_codec``, and access is the shared ``AccessPolicy`` with Triton's
+``triton-grpc-protocol-<key>`` metadata.
 Spec: https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/grpc_predict_v2.proto
 and Triton's grpc_service.proto.
 """

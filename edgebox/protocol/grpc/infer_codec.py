@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from tritonclient.grpc import service_pb2 as pb
 
-from edgebox.errors import InvalidArgument, Unsupported
+from edgebox.errors import InvalidArgument
 from edgebox.protocol import shared_memory, tensor_codec
 from edgebox.protocol.shared_memory import RegionLease
 from edgebox.tensors import (
@@ -154,17 +154,10 @@ def _decode_input(
         raise InvalidArgument(f"{at}: unknown datatype {datatype!r}")
     shape = list(item.shape)
     count = tensor_codec.element_count(at, shape)
-    location = shared_memory.tensor_location(at, parameters_of(item.parameters))
-    if location is not None:
-        if regions is None:
-            raise Unsupported(f"{at}: shared memory inputs are not supported here")
+    shared = shared_memory.tensor_view(at, parameters_of(item.parameters), regions)
+    if shared is not None:
         data = tensor_codec.decode_tensor(
-            at,
-            datatype,
-            shape,
-            count,
-            regions.view(at, location),
-            size_field="shared_memory_byte_size",
+            at, datatype, shape, count, shared, size_field="shared_memory_byte_size"
         )
         return Tensor(item.name, datatype, data), 0
     has_contents = item.HasField("contents")
@@ -238,10 +231,5 @@ def _decode_output(item, where: str, regions: RegionLease | None) -> RequestedOu
     if not item.name:
         raise InvalidArgument(f"{where}: each requested output needs a 'name'")
     parameters = parameters_of(item.parameters)
-    at = f"{where}, output '{item.name}'"
-    location = shared_memory.tensor_location(at, parameters)
-    if location is not None:
-        if regions is None:
-            raise Unsupported(f"{at}: shared memory outputs are not supported here")
-        regions.view(at, location, writable=True)
+    shared_memory.tensor_view(f"{where}, output '{item.name}'", parameters, regions, True)
     return RequestedOutput(item.name, parameters)

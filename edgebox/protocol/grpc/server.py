@@ -28,6 +28,7 @@ from edgebox.dataplane import DataPlane
 from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.grpc.service import InferenceService
 from edgebox.protocol.shared_memory import SharedMemoryRegistry
+from edgebox.repository_control import RepositoryControl
 
 log = logging.getLogger("edgebox.grpc")
 
@@ -39,6 +40,7 @@ class GrpcServer:
     def __init__(
         self,
         dataplane: DataPlane,
+        repository_control: RepositoryControl,
         policy: AccessPolicy,
         host: str,
         port: int,
@@ -56,7 +58,12 @@ class GrpcServer:
             max_workers=max(1, thread_count), thread_name_prefix="grpc-worker"
         )
         self.service = InferenceService(
-            dataplane, policy, self._pool, thread_count, shared_memory=shared_memory
+            dataplane,
+            repository_control,
+            policy,
+            self._pool,
+            thread_count,
+            shared_memory=shared_memory,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: grpc.aio.Server | None = None

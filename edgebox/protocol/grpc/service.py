@@ -1,5 +1,6 @@
 """``inference.GRPCInferenceService``: each RPC checks access, then calls the
-dataplane verb its HTTP route calls and renders the result.
+verb its HTTP route calls (the dataplane's, or ``RepositoryControl``'s for the
+repository extension) and renders the result.
 
 Runs on the gRPC server's event loop (``server.GrpcServer``). Anything that
 may block (a model call, a load, a repository scan, a registry lookup) runs
@@ -39,9 +40,16 @@ from edgebox.protocol.audit import audited
 from edgebox.protocol.grpc import infer_codec, render, settings_codec
 from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
 from edgebox.protocol.grpc.error_map import status_of
+from edgebox.protocol.grpc.stream_sink import (
+    EMPTY_FINAL_PARAMETER,
+    INTERNAL_ERROR,
+    Emit,
+    StreamSink,
+    stream_error,
+)
 from edgebox.protocol.shared_memory import RegionLease, SharedMemoryRegistry
+from edgebox.repository_control import RepositoryControl
 from edgebox.responses import UNARY_REFUSAL_GRPC, DecoupledUnary
-from edgebox.tensors import InferRequest
 
 log = logging.getLogger("edgebox.grpc")
 
@@ -51,9 +59,6 @@ SHUTTING_DOWN = "the server is shutting down; this stream takes no more requests
 """How a stream open at shutdown ends (UNAVAILABLE), once the requests it
 had sent are answered."""
 
-INTERNAL_ERROR = "internal server error"
-"""What a client is told when a call fails unexpectedly (the log says more)."""
-
 
 class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     """The servicer: its coroutines run on the server's event loop, their
@@ -62,12 +67,14 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
     def __init__(
         self,
         dataplane: DataPlane,
+        repository_control: RepositoryControl,
         policy: AccessPolicy,
         pool: Executor,
         stream_in_flight: int = 32,
         shared_memory: SharedMemoryRegistry | None = None,
     ) -> None:
         self._dataplane = dataplane
+        self._repository_control = repository_control
         self._shared_memory = shared_memory or SharedMemoryRegistry()
         self._policy = policy
         self._pool = pool
@@ -189,14 +196,14 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     async def RepositoryIndex(self, request, context):
         await self._admit("RepositoryIndex", context)
-        entries = await self._run(context, self._dataplane.repository_index, request.ready)
+        entries = await self._run(context, self._repository_control.repository_index, request.ready)
         return render.repository_index(entries)
 
     async def RepositoryModelLoad(self, request, context):
         await self._admit("RepositoryModelLoad", context)
         name, parameters = request.model_name, _repository_parameters(request.parameters)
         peer = peer_address(context.peer())
-        work = functools.partial(self._dataplane.load_model, name, parameters)
+        work = functools.partial(self._repository_control.load_model, name, parameters)
         await self._run(context, audited, "load", "grpc", peer, name, work)
         return pb.RepositoryModelLoadResponse()
 
@@ -241,7 +248,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         await self._run(context, self._shared_memory.unregister, request.name)
         return pb.SystemSharedMemoryUnregisterResponse()
 
-    # -- not served (yet) ----------------------------------------------------------
+    # -- CUDA shared memory: no such region on this device ---------------------------
 
     async def CudaSharedMemoryStatus(self, request, context):
         # No CUDA region can exist: the status of all is empty, as HTTP answers.
@@ -300,7 +307,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         self,
         message: pb.ModelInferRequest,
         is_cancelled: Callable[[], bool],
-        emit: Callable[[pb.ModelStreamInferResponse | None, bool], None],
+        emit: Emit,
     ) -> None:
         """Start one stream request; its answers go to ``emit`` as the model
         sends them, the last with ``final`` True. Never raises."""
@@ -310,16 +317,16 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             request = infer_codec.decode_request(message, regions)
         except EdgeboxError as error:
             regions.release()
-            emit(_stream_error(message, str(error)), True)
+            emit(stream_error(message, str(error)), True)
             return
         except BaseException:
             regions.release()
             log.exception("grpc: ModelStreamInfer failed for model '%s'", message.model_name)
-            emit(_stream_error(message, INTERNAL_ERROR), True)
+            emit(stream_error(message, INTERNAL_ERROR), True)
             return
         request.is_cancelled = is_cancelled
         empty_final = request.parameters.pop(EMPTY_FINAL_PARAMETER, False) is True
-        sink = _StreamSink(message, emit, empty_final, request, regions)
+        sink = StreamSink(message, emit, empty_final, request, regions)
         self._dataplane.infer_stream(request, sink)
 
     def _unload(self, name: str, entries) -> None:
@@ -327,7 +334,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         dependents = parameters.get("unload_dependents", False)
         if not isinstance(dependents, bool):
             raise InvalidArgument(f"unload '{name}': 'unload_dependents' must be true or false")
-        self._dataplane.unload_model(name, dependents)
+        self._repository_control.unload_model(name, dependents)
 
     # -- plumbing --------------------------------------------------------------------
 
@@ -371,76 +378,6 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 "no CUDA IPC); send tensors in raw_input_contents"
             ),
         )
-
-
-EMPTY_FINAL_PARAMETER = "triton_enable_empty_final_response"
-"""A stream request's parameter (tritonclient's ``enable_empty_final_response``):
-a final that comes without a response is still sent, as an empty response."""
-FINAL_PARAMETER = "triton_final_response"
-"""Set on each streamed response of a decoupled model (or when the client asked
-for empty finals): whether it is the request's last."""
-
-
-class _StreamSink:
-    """One stream request's sink: renders each response as Triton streams it
-    and hands it to the stream's loop (``emit``); never blocks. The
-    shared-memory regions the request named stay leased until its final."""
-
-    __slots__ = ("_emit", "_empty_final", "_message", "_regions", "_request")
-
-    def __init__(
-        self,
-        message: pb.ModelInferRequest,
-        emit,
-        empty_final: bool,
-        request: InferRequest,
-        regions: RegionLease,
-    ) -> None:
-        self._message = message
-        self._emit = emit
-        self._empty_final = empty_final
-        self._request = request
-        self._regions = regions
-
-    def send(self, response, final: bool) -> None:
-        try:
-            self._send(response, final)
-        finally:
-            if final:
-                self._regions.release()
-
-    def _send(self, response, final: bool) -> None:
-        message = self._message
-        if isinstance(response, EdgeboxError):
-            self._emit(_stream_error(message, str(response)), final)
-            return
-        if response is None:
-            answer = None
-            if self._empty_final:
-                empty = pb.ModelInferResponse(model_name=message.model_name, id=message.id)
-                empty.parameters[FINAL_PARAMETER].bool_param = True
-                answer = pb.ModelStreamInferResponse(infer_response=empty)
-            self._emit(answer, final)
-            return
-        if self._empty_final:
-            response.parameters[FINAL_PARAMETER] = final
-        try:
-            encoded = infer_codec.encode_response(response, self._request, self._regions)
-        except EdgeboxError as error:
-            self._emit(_stream_error(message, str(error)), final)
-            return
-        except Exception:
-            log.exception("grpc: encoding a stream response of '%s' failed", message.model_name)
-            self._emit(_stream_error(message, INTERNAL_ERROR), final)
-            return
-        self._emit(pb.ModelStreamInferResponse(infer_response=encoded), final)
-
-
-def _stream_error(message: pb.ModelInferRequest, text: str) -> pb.ModelStreamInferResponse:
-    """A stream's error answer: the text a unary call would carry, and the id."""
-    return pb.ModelStreamInferResponse(
-        error_message=text, infer_response=pb.ModelInferResponse(id=message.id)
-    )
 
 
 def _repository_parameters(entries) -> dict:

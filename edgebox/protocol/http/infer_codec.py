@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from edgebox.errors import InvalidArgument, Unsupported
+from edgebox.errors import InvalidArgument
 from edgebox.protocol import shared_memory, tensor_codec
 from edgebox.protocol.http import json_codec
 from edgebox.protocol.http.messages import HttpResponse
@@ -150,11 +150,8 @@ def _decode_input(
     parameters = item.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise InvalidArgument(f"{at}: 'parameters' must be an object")
-    location = shared_memory.tensor_location(at, parameters)
-    if location is not None:
-        if regions is None:
-            raise Unsupported(f"{at}: shared memory inputs are not supported here")
-        raw = regions.view(at, location)
+    raw = shared_memory.tensor_view(at, parameters, regions)
+    if raw is not None:
         data = tensor_codec.decode_tensor(
             at, datatype, shape, count, raw, size_field="shared_memory_byte_size"
         )
@@ -184,12 +181,7 @@ def _decode_output(item, where: str, regions: RegionLease | None) -> RequestedOu
     parameters = item.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise InvalidArgument(f"{where}, output '{item['name']}': 'parameters' must be an object")
-    at = f"{where}, output '{item['name']}'"
-    location = shared_memory.tensor_location(at, parameters)
-    if location is not None:
-        if regions is None:
-            raise Unsupported(f"{at}: shared memory outputs are not supported here")
-        regions.view(at, location, writable=True)
+    shared_memory.tensor_view(f"{where}, output '{item['name']}'", parameters, regions, True)
     return RequestedOutput(item["name"], parameters)
 
 

@@ -6,33 +6,33 @@ from __future__ import annotations
 
 import json
 
-from edgebox.dataplane import DataPlane
 from edgebox.errors import InvalidArgument
 from edgebox.protocol.audit import audited
 from edgebox.protocol.http import render
 from edgebox.protocol.http.messages import HttpRequest, HttpResponse
 from edgebox.protocol.http.request_json import parse_object
+from edgebox.repository_control import RepositoryControl
 
 
-def index(dataplane: DataPlane, request: HttpRequest) -> HttpResponse:
+def index(control: RepositoryControl, request: HttpRequest) -> HttpResponse:
     body = _json_body(request, "repository index")
     ready = body.get("ready", False)
     if not isinstance(ready, bool):
         raise InvalidArgument("repository index: 'ready' must be true or false")
-    entries = dataplane.repository_index(ready_only=ready)
+    entries = control.repository_index(ready_only=ready)
     return HttpResponse(200, [json.dumps(render.repository_index(entries)).encode()])
 
 
-def load(dataplane: DataPlane, request: HttpRequest, name: str) -> HttpResponse:
+def load(control: RepositoryControl, request: HttpRequest, name: str) -> HttpResponse:
     body = _json_body(request, f"load '{name}'")
     parameters = body.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise InvalidArgument(f"load '{name}': 'parameters' must be an object")
-    audited("load", "http", request.peer, name, lambda: dataplane.load_model(name, parameters))
+    audited("load", "http", request.peer, name, lambda: control.load_model(name, parameters))
     return HttpResponse(200, [])
 
 
-def unload(dataplane: DataPlane, request: HttpRequest, name: str) -> HttpResponse:
+def unload(control: RepositoryControl, request: HttpRequest, name: str) -> HttpResponse:
     body = _json_body(request, f"unload '{name}'")
     parameters = body.get("parameters") or {}
     if not isinstance(parameters, dict):
@@ -40,7 +40,7 @@ def unload(dataplane: DataPlane, request: HttpRequest, name: str) -> HttpRespons
     dependents = parameters.get("unload_dependents", False)
     if not isinstance(dependents, bool):
         raise InvalidArgument(f"unload '{name}': 'unload_dependents' must be true or false")
-    audited("unload", "http", request.peer, name, lambda: dataplane.unload_model(name, dependents))
+    audited("unload", "http", request.peer, name, lambda: control.unload_model(name, dependents))
     return HttpResponse(200, [])
 
 

@@ -11,8 +11,9 @@ thread. Only a connection holding a complete request (headers and whole body,
 already in its aligned buffer) is handed to a worker (``http-worker-N``,
 ``thread_count`` of them), which runs the handler and writes the answer with
 ``sendmsg`` from the output arrays, then hands the connection back. What a
-connection does on each side lives in ``http_connection``; this module owns
-the listener, the I/O loop, the workers and the limits.
+connection does on each side lives in ``connection`` (its parsing in
+``request_reader``); this module owns the listener, the I/O loop, the workers
+and the limits.
 
 Why workers write and then wait briefly: measured on the target class of
 machine (``bench/RESULTS.md``), handing each request from an event loop to a
@@ -54,7 +55,7 @@ per-read one, since a byte every few seconds would reset a per-read timer:
 - bodies held at once are capped at ``max_body_bytes_in_flight`` (503 before
   a body is read; see ``body_budget``);
 - bodies over ``max_request_bytes`` (413), URLs over 65,535 bytes (414) and
-  request heads over 256 KiB (431) are refused as ``http_connection`` parses
+  request heads over 256 KiB (431) are refused as ``request_reader`` parses
   them, each after the requests pipelined before it are answered.
 """
 
@@ -84,10 +85,10 @@ from edgebox.protocol.http.connection import (
     Connection,
 )
 from edgebox.protocol.http.messages import Handler, json_error_response, response_head
+from edgebox.protocol.http.worker import READ_CHUNK_BYTES, Worker
 
 log = logging.getLogger(__name__)
 
-_READ_CHUNK = 65536
 _LINGER_S = 0.05
 """Long enough for a client on a busy two-core box, or a camera at 20 fps, to
 send its next request; free otherwise, since a queued request cuts it short."""
@@ -173,7 +174,7 @@ class HttpServer:
         self._next_sweep = math.inf
         self._stop_deadline = math.inf
         self._accept_paused_until = 0.0
-        self._chunk = memoryview(bytearray(_READ_CHUNK))
+        self._chunk = memoryview(bytearray(READ_CHUNK_BYTES))
 
     def start(self) -> int:
         """Bind and start serving; returns the bound port (useful with port 0)."""
@@ -727,31 +728,3 @@ def _fit_to_fd_limit(max_connections: int) -> int:
         max_connections,
     )
     return fitted
-
-
-class Worker:
-    """What one worker thread owns: its read buffer, and the socket pair through
-    which the I/O thread cuts its linger short."""
-
-    def __init__(self) -> None:
-        self.chunk = memoryview(bytearray(_READ_CHUNK))
-        self.nudge_r, self.nudge_w = socket.socketpair()
-        self.nudge_r.setblocking(False)
-        self.nudge_w.setblocking(False)
-
-    def nudge(self) -> None:
-        try:
-            self.nudge_w.send(b"\0")
-        except OSError:
-            pass  # a nudge is already pending, or the worker has gone
-
-    def clear_nudges(self) -> None:
-        try:
-            while self.nudge_r.recv(64):
-                pass
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        self.nudge_r.close()
-        self.nudge_w.close()

@@ -1,6 +1,7 @@
 """The KServe v2 HTTP endpoints and Triton's extensions, mapped onto dataplane
-verbs. Routing is by path segments; nothing here knows about models beyond
-what the dataplane answers, and ``render`` turns its typed answers into JSON.
+verbs and, for the repository extension, ``RepositoryControl``'s. Routing is
+by path segments; nothing here knows about models beyond what those answer,
+and ``render`` turns their typed answers into JSON.
 
 Routes (``{v}`` optional everywhere it appears, as ``/versions/{v}``)::
 
@@ -41,6 +42,7 @@ from edgebox.protocol.http.error_map import error_response
 from edgebox.protocol.http.messages import HttpRequest, HttpResponse, json_error_response
 from edgebox.protocol.http.request_json import parse_object
 from edgebox.protocol.shared_memory import SharedMemoryRegistry
+from edgebox.repository_control import RepositoryControl
 from edgebox.responses import UNARY_REFUSAL_HTTP, DecoupledUnary
 
 _VERSION = re.compile(r"0|[1-9][0-9]*")
@@ -77,10 +79,12 @@ class V2Handlers:
     def __init__(
         self,
         dataplane: DataPlane,
+        repository_control: RepositoryControl,
         max_request_bytes: int = 64 * 1024 * 1024,
         shared_memory: SharedMemoryRegistry | None = None,
     ) -> None:
         self.dataplane = dataplane
+        self.repository_control = repository_control
         self.max_request_bytes = max_request_bytes
         self.shared_memory = shared_memory or SharedMemoryRegistry()
 
@@ -126,12 +130,12 @@ class V2Handlers:
         if route == "trace/setting" and method in ("GET", "POST"):
             return self._trace_setting(request, method, "")
         if route == "repository/index" and method == "POST":
-            return repository_ext.index(self.dataplane, request)
+            return repository_ext.index(self.repository_control, request)
         if len(parts) == 5 and parts[1:3] == ["repository", "models"] and method == "POST":
             if parts[4] == "load":
-                return repository_ext.load(self.dataplane, request, parts[3])
+                return repository_ext.load(self.repository_control, request, parts[3])
             if parts[4] == "unload":
-                return repository_ext.unload(self.dataplane, request, parts[3])
+                return repository_ext.unload(self.repository_control, request, parts[3])
         known = route in _SERVER_ROUTES or (
             len(parts) == 5
             and parts[1:3] == ["repository", "models"]

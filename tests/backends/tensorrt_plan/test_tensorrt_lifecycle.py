@@ -17,6 +17,7 @@ from edgebox.errors import Unavailable
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.lifecycle.states import ModelState
+from edgebox.repository_control import RepositoryControl
 from edgebox.tensors import InferRequest, Tensor
 from fakes.fake_tensorrt_runtime import FakeEngineSpec
 
@@ -42,7 +43,7 @@ def served(jetson):
         infer=lambda request: dataplane.infer(request),
         gpu_ids=[0],
     )
-    dataplane = DataPlane(registry, manager, control_mode="explicit")
+    dataplane = DataPlane(registry)
     yield manager, registry, dataplane
     manager.unload_all(timeout_s=10)
 
@@ -64,7 +65,8 @@ def test_placement_reaches_the_metadata_the_index_and_the_log(jetson, served, ca
     note = "layer placement: DLA core 0: 1 layer; GPU fallback: 1 layer (Softmax_10)"
     status = registry.statuses("lane")[1]
     assert (status.state, status.reason) == (ModelState.READY, note)
-    assert RepositoryIndexEntry("lane", "1", ModelState.READY, note) in dataplane.repository_index()
+    index = RepositoryControl(registry, manager, dataplane.live).repository_index()
+    assert RepositoryIndexEntry("lane", "1", ModelState.READY, note) in index
     assert dataplane.model_metadata("lane").notes == (note,)
     assert f"model 'lane' version 1: READY ({note})" in caplog.text
 

@@ -92,7 +92,7 @@ class UnusedDataPlane:
 
 def call(policy: AccessPolicy, method: str, request, context: FakeGrpcContext):
     with ThreadPoolExecutor(1) as pool:
-        service = InferenceService(UnusedDataPlane(), policy, pool)
+        service = InferenceService(UnusedDataPlane(), UnusedDataPlane(), policy, pool)
         return asyncio.run(getattr(service, method)(request, context))
 
 
@@ -163,7 +163,9 @@ def test_restricted_health_is_served_with_the_prefixed_metadata():
             return True
 
     with ThreadPoolExecutor(1) as pool:
-        service = InferenceService(LiveDataPlane(), prefixed(["health:admin-key=s3cret"]), pool)
+        service = InferenceService(
+            LiveDataPlane(), UnusedDataPlane(), prefixed(["health:admin-key=s3cret"]), pool
+        )
         context = FakeGrpcContext(metadata=[("triton-grpc-protocol-admin-key", "s3cret")])
         answer = asyncio.run(service.ServerLive(pb.ServerLiveRequest(), context))
     assert answer.live is True

@@ -30,7 +30,7 @@ def serve():
     servers: list[GrpcServer] = []
 
     def start(port: int = 0, **limits) -> GrpcServer:
-        server = GrpcServer(HealthyDataPlane(), AccessPolicy({}), "127.0.0.1", port, **limits)
+        server = GrpcServer(HealthyDataPlane(), None, AccessPolicy({}), "127.0.0.1", port, **limits)
         server.start()
         servers.append(server)
         return server
@@ -110,7 +110,7 @@ class WaitForCancelDataPlane(HealthyDataPlane):
 
 def test_a_call_the_client_abandons_marks_its_request_cancelled():
     dataplane = WaitForCancelDataPlane()
-    server = GrpcServer(dataplane, AccessPolicy({}), "127.0.0.1", 0)
+    server = GrpcServer(dataplane, None, AccessPolicy({}), "127.0.0.1", 0)
     server.start()
     try:
         request = pb.ModelInferRequest(model_name="m")

@@ -1,4 +1,4 @@
-"""One connection's side of the HTTP server (``http_connection``): framing,
+"""One connection's side of the HTTP server (``connection``, ``request_reader``): framing,
 pipelining, request bodies, request-head limits and responses, over raw sockets
 against a tiny handler on 127.0.0.1, port 0. Every wait is bounded by a socket
 timeout or a deadline."""

@@ -25,6 +25,7 @@ from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.protocol.http.infer_codec import HEADER_LENGTH
 from edgebox.protocol.http.messages import HttpRequest, HttpResponse
 from edgebox.protocol.http.v2_handlers import V2Handlers
+from edgebox.repository_control import RepositoryControl
 from model_fixtures import ADD_SUB_CONFIG, add_add_sub, write_model
 from scripts.onnx_builders import build_add_sub
 
@@ -52,8 +53,11 @@ class Server:
             infer=lambda request: self.dataplane.infer(request),
             gpu_ids=[],
         )
-        self.dataplane = DataPlane(self.registry, self.manager, control_mode=control_mode)
-        self.handlers = V2Handlers(self.dataplane)
+        self.dataplane = DataPlane(self.registry)
+        self.repository_control = RepositoryControl(
+            self.registry, self.manager, self.dataplane.live, control_mode
+        )
+        self.handlers = V2Handlers(self.dataplane, self.repository_control)
 
     def start(self, names: list[str] | None = None) -> Server:
         self.manager.load_models(names)
@@ -497,7 +501,7 @@ def _gzip_bomb(inflated_size: int) -> bytes:
 
 def test_gzip_bomb_is_refused_with_413_without_inflating_it(server):
     limit = 1 << 20
-    handlers = V2Handlers(server.dataplane, max_request_bytes=limit)
+    handlers = V2Handlers(server.dataplane, server.repository_control, max_request_bytes=limit)
     bomb = _gzip_bomb(64 << 20)
     assert len(bomb) < 100_000
     tracemalloc.start()
@@ -520,12 +524,12 @@ def test_gzip_bomb_is_refused_with_413_without_inflating_it(server):
 def test_compressed_body_may_inflate_up_to_the_limit_exactly(server, encoding):
     body = infer_body()
     compress = gzip.compress if encoding == "gzip" else zlib.compress
-    at_limit = V2Handlers(server.dataplane, max_request_bytes=len(body))
+    at_limit = V2Handlers(server.dataplane, server.repository_control, max_request_bytes=len(body))
     response = server.call(
         "POST", "/v2/models/add_sub/infer", compress(body), {"Content-Encoding": encoding}, at_limit
     )
     assert response.status == 200
-    below = V2Handlers(server.dataplane, max_request_bytes=len(body) - 1)
+    below = V2Handlers(server.dataplane, server.repository_control, max_request_bytes=len(body) - 1)
     response = server.call(
         "POST", "/v2/models/add_sub/infer", compress(body), {"Content-Encoding": encoding}, below
     )
@@ -859,8 +863,8 @@ def test_server_name_is_the_setting(tmp_path):
     repository = tmp_path / "repo"
     add_add_sub(repository)
     server = Server(repository)
-    server.dataplane = DataPlane(server.registry, server.manager, server_name="triton")
-    handlers = V2Handlers(server.dataplane)
+    server.dataplane = DataPlane(server.registry, server_name="triton")
+    handlers = V2Handlers(server.dataplane, server.repository_control)
     document = json_of(server.call("GET", "/v2", handlers=handlers))
     assert document["name"] == triton_answers.SERVER_NAME
 

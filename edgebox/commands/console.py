@@ -1,0 +1,22 @@
+"""What every command shares on the console: its exit statuses and the log
+format it writes to stderr (the journal's, under systemd)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+EXIT_CONFIG = 78
+"""sysexits' EX_CONFIG: a bad setting, which restarting will not fix (the unit's
+``RestartPreventExitStatus``)."""
+
+
+def configure_logging(verbose: int) -> None:
+    """DEBUG from ``log_verbose`` 1 up, INFO below; one line a record."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose > 0 else logging.INFO,
+        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
