@@ -103,3 +103,131 @@ def test_only_the_composition_root_reaches_into_a_transport():
     for transport in sorted(p for p in protocol.iterdir() if p.is_dir()):
         name = f"edgebox.protocol.{transport.name}"
         assert _importers(outside, name) in ([], ["edgebox/daemon.py"]), name
+
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    (
+        "errors",
+        "tensors",
+        "signature",
+        "responses",
+        "backoff",
+        "log_limiter",
+        "secrets_mask",
+        "audit",
+        "sd_notify",
+        "wsgi_port",
+        "devices",
+        "log_settings",
+        "trace_settings",
+        "extension_settings",
+        "events",
+        "summaries",
+        "__init__",
+    ),
+    ("repository",),
+    ("backends",),
+    ("scheduling",),
+    ("lifecycle",),
+    ("dataplane", "dataplane_results", "repository_control"),
+    ("protocol", "engine_build"),
+    ("telemetry", "streams"),
+    ("mqtt",),
+    ("metrics", "dashboard"),
+    (
+        "settings",
+        "settings_reload",
+        "live_reload",
+        "daemon",
+        "commands",
+        "cli",
+        "__main__",
+    ),
+)
+"""Bottom to top (docs/architecture.md): an import goes to its own layer or
+below. The foundation is what every layer may use (``__init__`` is the
+package's version); the top composes."""
+
+
+def _layer_of(module: str) -> int:
+    part = module.split(".")[1] if "." in module else "__init__"
+    for index, names in enumerate(LAYERS):
+        if part in names:
+            return index
+    raise AssertionError(f"{module}: in no layer of LAYERS; give it one")
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the edgebox modules it imports (at any depth: a lazy import
+    inside a function is a dependency all the same)."""
+    modules = {}
+    for path in _modules(PACKAGE):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = path
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                found.update(resolve(a.name) for a in node.names if a.name.startswith("edgebox"))
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    kept = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*kept, *([node.module] if node.module else [])])
+                if base.startswith("edgebox"):
+                    found.update(resolve(f"{base}.{a.name}") for a in node.names)
+        found.discard(None)
+        found.discard(name)
+        graph[name] = {module for module in found if module is not None}
+    return graph
+
+
+def test_every_import_goes_to_its_own_layer_or_below():
+    upward = [
+        f"{module} imports {target}"
+        for module, targets in sorted(_import_graph().items())
+        for target in sorted(targets)
+        if _layer_of(target) > _layer_of(module)
+    ]
+    assert upward == []
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    graph = _import_graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            circle = []
+            while True:
+                member = stack.pop()
+                circle.append(member)
+                if member == node:
+                    break
+            if len(circle) > 1:
+                circles.append(sorted(circle))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    assert circles == []
