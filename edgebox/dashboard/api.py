@@ -57,14 +57,10 @@ def overview() -> Response:
 
 @api.get("/telemetry")
 def telemetry() -> Response | tuple:
-    raw = request.args.get("seconds", "900")
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 < seconds <= MAX_HISTORY_S:
+    seconds = _query_number("seconds", "900", float)
+    if seconds is None or not 0 < seconds <= MAX_HISTORY_S:
         expected = f"a number of seconds 1..{MAX_HISTORY_S}"
-        return _error(400, f"'seconds': expected {expected}, got {raw!r}")
+        return _error(400, f"'seconds': expected {expected}, got {request.args['seconds']!r}")
     source = state().deps.telemetry
     if source is None:
         return jsonify(samples=[], reason="telemetry off")
@@ -174,10 +170,9 @@ def frame(name: str) -> Response | tuple:
 
 @api.get("/events")
 def events() -> Response | tuple:
-    raw = request.args.get("after", "0")
-    try:
-        after = int(raw)
-    except ValueError:
+    after = _query_number("after", "0", int)
+    if after is None:
+        raw = request.args["after"]
         return _error(400, f"'after': expected an event id (an integer), got {raw!r}")
     listed, last_id = state().events.after(after)
     return jsonify(events=listed, last_id=last_id)
@@ -203,6 +198,16 @@ def _refused(action: str, name: str, exc: EdgeboxError, **fields: object) -> tup
         error=str(exc),
     )
     return _error(status_of(exc), str(exc))
+
+
+def _query_number(name: str, default: str, kind: type[float] | type[int]) -> float | None:
+    """The query's ``name`` as ``kind`` (``default`` when absent); None when it
+    is not one (float's NaN too, which no range admits)."""
+    try:
+        value = kind(request.args.get(name, default))
+    except ValueError:
+        return None
+    return None if value != value else value
 
 
 def _error(status: int, message: str) -> tuple:

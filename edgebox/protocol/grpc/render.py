@@ -9,25 +9,16 @@ from collections.abc import Iterable
 
 from tritonclient.grpc import service_pb2 as pb
 
-from edgebox.dataplane_results import (
-    InferBatchStatistics,
-    ModelConfig,
-    ModelMetadata,
-    RepositoryIndexEntry,
-    ServerMetadata,
-    StatisticDuration,
-    TensorMetadata,
-    VersionStatistics,
-)
+from edgebox import dataplane_results as results
 
 
-def server_metadata(result: ServerMetadata) -> pb.ServerMetadataResponse:
+def server_metadata(result: results.ServerMetadata) -> pb.ServerMetadataResponse:
     return pb.ServerMetadataResponse(
         name=result.name, version=result.version, extensions=list(result.extensions)
     )
 
 
-def model_metadata(result: ModelMetadata) -> pb.ModelMetadataResponse:
+def model_metadata(result: results.ModelMetadata) -> pb.ModelMetadataResponse:
     """KServe v2's fields; the load ``notes`` have no field in the message."""
     return pb.ModelMetadataResponse(
         name=result.name,
@@ -38,15 +29,15 @@ def model_metadata(result: ModelMetadata) -> pb.ModelMetadataResponse:
     )
 
 
-def model_config(config: ModelConfig) -> pb.ModelConfigResponse:
+def model_config(config: results.ModelConfig) -> pb.ModelConfigResponse:
     return pb.ModelConfigResponse(config=config)
 
 
-def statistics(entries: Iterable[VersionStatistics]) -> pb.ModelStatisticsResponse:
+def statistics(entries: Iterable[results.VersionStatistics]) -> pb.ModelStatisticsResponse:
     return pb.ModelStatisticsResponse(model_stats=[_version_statistics(e) for e in entries])
 
 
-def repository_index(entries: Iterable[RepositoryIndexEntry]) -> pb.RepositoryIndexResponse:
+def repository_index(entries: Iterable[results.RepositoryIndexEntry]) -> pb.RepositoryIndexResponse:
     """A never-loaded folder is its name alone; a model-level status has an
     empty ``version``."""
     return pb.RepositoryIndexResponse(
@@ -62,13 +53,13 @@ def repository_index(entries: Iterable[RepositoryIndexEntry]) -> pb.RepositoryIn
     )
 
 
-def _tensor(tensor: TensorMetadata) -> pb.ModelMetadataResponse.TensorMetadata:
+def _tensor(tensor: results.TensorMetadata) -> pb.ModelMetadataResponse.TensorMetadata:
     return pb.ModelMetadataResponse.TensorMetadata(
         name=tensor.name, datatype=tensor.datatype, shape=list(tensor.shape)
     )
 
 
-def _version_statistics(entry: VersionStatistics) -> pb.ModelStatistics:
+def _version_statistics(entry: results.VersionStatistics) -> pb.ModelStatistics:
     counts = entry.counts
     phases = counts.inference_stats
     return pb.ModelStatistics(
@@ -91,7 +82,7 @@ def _version_statistics(entry: VersionStatistics) -> pb.ModelStatistics:
     )
 
 
-def _batch(batch: InferBatchStatistics) -> pb.InferBatchStatistics:
+def _batch(batch: results.InferBatchStatistics) -> pb.InferBatchStatistics:
     return pb.InferBatchStatistics(
         batch_size=batch.batch_size,
         compute_input=_duration(batch.compute_input),
@@ -100,5 +91,5 @@ def _batch(batch: InferBatchStatistics) -> pb.InferBatchStatistics:
     )
 
 
-def _duration(duration: StatisticDuration) -> pb.StatisticDuration:
+def _duration(duration: results.StatisticDuration) -> pb.StatisticDuration:
     return pb.StatisticDuration(count=duration.count, ns=duration.ns)
