@@ -57,13 +57,6 @@ def datatype_of(array: np.ndarray) -> str | None:
     return _DATATYPE_BY_NUMPY.get(dtype)
 
 
-def element_size(datatype: str) -> int:
-    """Bytes per element for fixed-size datatypes; 0 for BYTES."""
-    if datatype == "BYTES":
-        return 0
-    return _NUMPY_BY_DATATYPE[datatype].itemsize
-
-
 def config_type_to_datatype(config_type: str) -> str:
     """``TYPE_FP32`` -> ``FP32``, ``TYPE_STRING`` -> ``BYTES``."""
     name = config_type.removeprefix("TYPE_")

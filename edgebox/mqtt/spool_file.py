@@ -243,16 +243,6 @@ class SpoolFile:
         if self.conn.execute("PRAGMA freelist_count").fetchone()[0] > MIN_DATABASE_PAGES:
             self.conn.execute("VACUUM")
 
-    def sizes_on_disk(self) -> int:
-        """The spool's files together, as the cap counts them."""
-        total = 0
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            try:
-                total += Path(f"{self.path}{suffix}").stat().st_size
-            except FileNotFoundError:
-                pass
-        return total
-
     def _at_cap(self, rows: Sequence[Spooled]) -> bool:
         """Whether a failed write was refused by ``max_page_count`` rather than
         by the filesystem: the pages it needed are more than the cap leaves."""
