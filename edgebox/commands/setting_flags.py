@@ -15,12 +15,16 @@ import dataclasses
 import inspect
 import re
 import textwrap
+import types
+import typing
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from edgebox.settings import SECTIONS
+from edgebox.settings.conversion import field_types
 
-_SCALAR_KINDS = ("str", "int", "float", "bool", "Path", "Path | None")
+_SCALARS = (str, int, float, bool, Path)
 
 
 def add_setting_flags(
@@ -44,14 +48,14 @@ def add_setting_flags(
     ``metadata["choices"]`` and ``metadata["metavar"]`` pass through to
     argparse."""
     docs = _field_docs(cls)
+    hints = field_types(cls)
     special = special or {}
     for field in dataclasses.fields(cls):
         flag = "--" + field.name.replace("_", "-")
         if field.name in special:
             parser.add_argument(flag, default=argparse.SUPPRESS, **special[field.name])
             continue
-        kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
-        if kind not in _SCALAR_KINDS:
+        if not _is_scalar(hints[field.name]):
             continue
         text = field.metadata.get("help") or _first_sentence(docs.get(field.name, field.name))
         extra = {
@@ -64,6 +68,14 @@ def add_setting_flags(
             help=f"{text} (default: {shown})".replace("%", "%%"),
             **extra,
         )
+
+
+def _is_scalar(hint: Any) -> bool:
+    """A scalar, or a scalar or None: what one flag's text can hold."""
+    args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1:
+        hint = args[0]
+    return hint in _SCALARS
 
 
 def _shown(default: Any) -> str:
