@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon_process import DaemonProcess
+from daemon_process import StartedDaemons
 from mosquitto_broker import MosquittoBroker, mosquitto_installed
 
 pytest_plugins = ["inprocess_stack"]
@@ -12,20 +12,9 @@ pytest_plugins = ["inprocess_stack"]
 def start_daemon(tmp_path):
     """Start the real daemon on a repository; every daemon started is stopped
     at teardown and must exit with status 0."""
-    started: list[DaemonProcess] = []
-
-    def start(
-        repository, *args: str, wait_ready: bool = True, env: dict | None = None
-    ) -> DaemonProcess:
-        log_path = tmp_path / f"daemon-{len(started)}.log"
-        daemon = DaemonProcess(repository, log_path, list(args), env)
-        started.append(daemon)
-        return daemon.start(wait_ready=wait_ready)
-
-    yield start
-    for daemon in started:
-        code = daemon.stop()
-        assert code == 0, f"daemon exited with {code}:\n{daemon.log()}"
+    daemons = StartedDaemons(tmp_path)
+    yield daemons
+    daemons.stop_all()
 
 
 @pytest.fixture

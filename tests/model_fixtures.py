@@ -61,10 +61,57 @@ def add_add_sub(repository: Path, name: str = "add_sub", versions: tuple[int, ..
     return model_dir
 
 
+TYPES_CONFIG = """
+name: "types"
+backend: "python"
+max_batch_size: 0
+input [
+  { name: "F16" data_type: TYPE_FP16 dims: [ -1 ] },
+  { name: "I64" data_type: TYPE_INT64 dims: [ 2, 2 ] },
+  { name: "TEXT" data_type: TYPE_STRING dims: [ -1 ] }
+]
+output [
+  { name: "F16_TWICE" data_type: TYPE_FP16 dims: [ -1 ] },
+  { name: "I64_PLUS_ONE" data_type: TYPE_INT64 dims: [ 2, 2 ] },
+  { name: "TEXT_UPPER" data_type: TYPE_STRING dims: [ -1 ] }
+]
+"""
+
+TYPES_MODEL_PY = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            f16 = pb_utils.get_input_tensor_by_name(request, "F16").as_numpy()
+            i64 = pb_utils.get_input_tensor_by_name(request, "I64").as_numpy()
+            text = pb_utils.get_input_tensor_by_name(request, "TEXT").as_numpy()
+            upper = np.array([t.upper() for t in text], dtype=object)
+            responses.append(pb_utils.InferenceResponse(output_tensors=[
+                pb_utils.Tensor("F16_TWICE", (f16 * 2).astype(np.float16)),
+                pb_utils.Tensor("I64_PLUS_ONE", i64 + 1),
+                pb_utils.Tensor("TEXT_UPPER", upper),
+            ]))
+        return responses
+"""
+"""FP16, INT64 and BYTES in and out: twice F16, I64 plus one, TEXT upper-cased."""
+
+
+def add_types(repository: Path) -> Path:
+    return write_model(repository, "types", TYPES_CONFIG, {"1/model.py": TYPES_MODEL_PY})
+
+
 def copy_demo_repository(target: Path) -> Path:
-    """The bundled demo repository, with its ONNX files built."""
+    """The bundled demo repository, with its ONNX files built (``target`` may
+    exist already, empty)."""
     shutil.copytree(
-        DEMO_REPOSITORY, target, ignore=shutil.ignore_patterns("model.onnx", "__pycache__")
+        DEMO_REPOSITORY,
+        target,
+        ignore=shutil.ignore_patterns("model.onnx", "__pycache__"),
+        dirs_exist_ok=True,
     )
     build_generated_files(target)
     return target

@@ -54,32 +54,36 @@ class TritonPythonModel:
 
 
 @pytest.fixture(scope="module")
-def broken(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("broken")
-    repo = root / "repo"
-    add_add_sub(repo, "good_onnx")
+def repository(repository, module_path):
+    add_add_sub(repository, "good_onnx")
     write_model(
-        repo, "good_python", PYTHON_XY_CONFIG.format(name="good_python"), {"1/model.py": CRASHING_MODEL}
+        repository,
+        "good_python",
+        PYTHON_XY_CONFIG.format(name="good_python"),
+        {"1/model.py": CRASHING_MODEL},
     )
-    write_model(repo, "hanging", PYTHON_XY_CONFIG.format(name="hanging"), {"1/model.py": HANGING_MODEL})
-
-    (repo / "no_config" / "1").mkdir(parents=True)
-    (repo / "no_config" / "1" / "weights.bin").write_bytes(b"\0")
     write_model(
-        repo,
+        repository,
+        "hanging",
+        PYTHON_XY_CONFIG.format(name="hanging"),
+        {"1/model.py": HANGING_MODEL},
+    )
+
+    (repository / "no_config" / "1").mkdir(parents=True)
+    (repository / "no_config" / "1" / "weights.bin").write_bytes(b"\0")
+    write_model(
+        repository,
         "parse_error",
         'name: "parse_error"\nplatform: "onnxruntime_onnx"\ninput [ { name: "a" dims: [ 1 2 ] } ]\n',
     )
-    write_model(repo, "empty_version", ADD_SUB_CONFIG.format(name="empty_version"))
-    (repo / "empty_version" / "1").mkdir()
-    half = write_model(repo, "half_copied", ADD_SUB_CONFIG.format(name="half_copied"))
-    whole = build_add_sub(root / "whole.onnx").read_bytes()
+    write_model(repository, "empty_version", ADD_SUB_CONFIG.format(name="empty_version"))
+    (repository / "empty_version" / "1").mkdir()
+    half = write_model(repository, "half_copied", ADD_SUB_CONFIG.format(name="half_copied"))
+    whole = build_add_sub(module_path / "whole.onnx").read_bytes()
     (half / "1").mkdir()
     (half / "1" / "model.onnx").write_bytes(whole[: len(whole) // 2])
     write_model(
-        repo,
+        repository,
         "graphdef",
         """
         name: "graphdef"
@@ -91,7 +95,7 @@ def broken(tmp_path_factory):
         {"1/model.graphdef": b"\x00"},
     )
     write_model(
-        repo,
+        repository,
         "plan",
         """
         name: "plan"
@@ -103,19 +107,19 @@ def broken(tmp_path_factory):
         {"1/model.plan": b"not really an engine"},
     )
     write_model(
-        repo,
+        repository,
         "import_error",
         PYTHON_XY_CONFIG.format(name="import_error"),
         {"1/model.py": "import not_a_module_anywhere\n"},
     )
     write_model(
-        repo,
+        repository,
         "wrong_dtype",
         ADD_SUB_CONFIG.format(name="wrong_dtype").replace("TYPE_FP32", "TYPE_INT32", 1),
     )
-    build_add_sub(repo / "wrong_dtype" / "1" / "model.onnx")
+    build_add_sub(repository / "wrong_dtype" / "1" / "model.onnx")
     write_model(
-        repo,
+        repository,
         "pipeline_on_broken",
         """
         name: "pipeline_on_broken"
@@ -129,19 +133,16 @@ def broken(tmp_path_factory):
         """,
         {"1/.keep": ""},
     )
-    (repo / "stray_file.txt").write_text("not a model")
-    (repo / ".hidden_model").mkdir()
-    (repo / "good_onnx" / "notes").mkdir()
+    (repository / "stray_file.txt").write_text("not a model")
+    (repository / ".hidden_model").mkdir()
+    (repository / "good_onnx" / "notes").mkdir()
 
-    daemon = DaemonProcess(repo, root / "daemon.log", [])
-    daemon.start()
-    yield daemon
-    assert daemon.stop() == 0, daemon.log()
+    return repository
 
 
 @pytest.fixture
-def client(broken):
-    with httpclient.InferenceServerClient(broken.url) as client:
+def client(daemon):
+    with httpclient.InferenceServerClient(daemon.url) as client:
         yield client
 
 
@@ -194,10 +195,10 @@ def assert_good_models_answer(client) -> None:
         ),
     ],
 )
-def test_broken_model_reports_reason_and_others_serve(client, broken, model, expected):
+def test_broken_model_reports_reason_and_others_serve(client, daemon, model, expected):
     reason = reason_of(client, model)
     assert expected in reason
-    assert f"UNAVAILABLE: {reason}" in broken.log()
+    assert f"UNAVAILABLE: {reason}" in daemon.log()
     with pytest.raises(InferenceServerException) as error:
         client.infer(
             model,
@@ -233,12 +234,12 @@ def test_crashing_model_py_fails_only_that_request(client):
     assert stats["fail"]["count"] >= 1
 
 
-def test_hanging_model_does_not_block_other_models(client, broken):
-    folder = broken.repository / "hanging"
+def test_hanging_model_does_not_block_other_models(client, daemon):
+    folder = daemon.repository / "hanging"
     result: dict = {}
 
     def call_hanging():
-        with httpclient.InferenceServerClient(broken.url, network_timeout=60) as own:
+        with httpclient.InferenceServerClient(daemon.url, network_timeout=60) as own:
             x = httpclient.InferInput("X", [2], "FP32")
             x.set_data_from_numpy(np.array([5, 6], dtype=np.float32))
             result["y"] = own.infer("hanging", [x]).as_numpy("Y")

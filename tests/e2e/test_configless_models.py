@@ -19,16 +19,11 @@ from triton_answers import (
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("configless")
-    repository = root / "repo"
+def repository(repository):
     (repository / "autopy" / "1").mkdir(parents=True)
     (repository / "autopy" / "1" / "model.py").write_text(CONFIGLESS_PYTHON_MODEL_PY)
     (add_add_sub(repository, "add_sub") / "config.pbtxt").unlink()
-    with DaemonProcess(repository, root / "daemon.log", []) as process:
-        yield process
+    return repository
 
 
 @pytest.fixture

@@ -73,15 +73,11 @@ ADD_SUB = {
 
 
 @pytest.fixture(scope="module")
-def box(tmp_path_factory):
-    """A daemon in explicit mode serving 'victim' (python, with labels) and
-    'add_sub' (ONNX), with hostile files right outside its repository: a model
-    folder at ``<repository>/..`` and a python file elsewhere, each leaving a
-    marker if it is ever imported, and a file a write would truncate."""
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("confinement")
-    repository = root / "repo"
+def repository(repository, module_path):
+    """'victim' (python, with labels) and 'add_sub' (ONNX), with hostile files
+    right outside the repository: a model folder at ``<repository>/..`` and a
+    python file elsewhere, each leaving a marker if it is ever imported, and a
+    file a write would truncate."""
     write_model(
         repository,
         "victim",
@@ -90,30 +86,29 @@ def box(tmp_path_factory):
     )
     add_add_sub(repository, "add_sub")
     write_model(
-        root,
+        module_path,
         ".",
         'backend: "python"\n',
-        {"1/model.py": MARKING_MODEL.format(marker=str(root / "dotdot-ran"))},
+        {"1/model.py": MARKING_MODEL.format(marker=str(module_path / "dotdot-ran"))},
     )
-    (root / "evil").mkdir()
-    (root / "evil" / "model.py").write_text(MARKING_MODEL.format(marker=str(root / "evil-ran")))
-    (root / "precious.txt").write_text("precious\n")
-    daemon = DaemonProcess(
-        repository,
-        root / "daemon.log",
-        [
-            "--model-control-mode",
-            "explicit",
-            "--load-model",
-            "victim",
-            "--load-model",
-            "add_sub",
-        ],
+    (module_path / "evil").mkdir()
+    (module_path / "evil" / "model.py").write_text(
+        MARKING_MODEL.format(marker=str(module_path / "evil-ran"))
     )
-    daemon.start()
-    daemon.root = root
-    yield daemon
-    assert daemon.stop() == 0, daemon.log()
+    (module_path / "precious.txt").write_text("precious\n")
+    return repository
+
+
+@pytest.fixture(scope="module")
+def daemon_args():
+    return ["--model-control-mode", "explicit", "--load-model", "victim", "--load-model", "add_sub"]
+
+
+@pytest.fixture(scope="module")
+def box(daemon, module_path):
+    """The daemon in explicit mode; ``root`` is the folder around its repository."""
+    daemon.root = module_path
+    return daemon
 
 
 @pytest.fixture

@@ -19,15 +19,10 @@ CALLBACK_TIMEOUT_S = 30
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("grpc-decoupled")
-    repository = root / "repo"
+def repository(repository):
     add_decoupled_repeat(repository)
     add_add_sub(repository)
-    with DaemonProcess(repository, root / "daemon.log", []) as process:
-        yield process
+    return repository
 
 
 @pytest.fixture

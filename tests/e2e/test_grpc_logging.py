@@ -10,7 +10,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from daemon_process import DaemonProcess, wait_for
+from daemon_process import LOAD_EVERY_MODEL, wait_for
 from model_fixtures import add_add_sub
 from triton_answers import LOG_DEFAULTS, TRACE_DEFAULTS
 
@@ -23,15 +23,15 @@ STRAY = "repository: ignoring stray file"
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    root = tmp_path_factory.mktemp("grpc-logging")
-    repository = root / "repo"
+def repository(repository):
     add_add_sub(repository)
     (repository / "notes.txt").write_text("not a model\n")
-    with DaemonProcess(
-        repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    ) as process:
-        yield process
+    return repository
+
+
+@pytest.fixture(scope="module")
+def daemon_args():
+    return LOAD_EVERY_MODEL
 
 
 @pytest.fixture

@@ -14,15 +14,10 @@ from model_fixtures import add_add_sub, add_decoupled_repeat
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("http-generate")
-    repository = root / "repo"
+def repository(repository):
     add_decoupled_repeat(repository)
     add_add_sub(repository)
-    with DaemonProcess(repository, root / "daemon.log", []) as process:
-        yield process
+    return repository
 
 
 @pytest.fixture

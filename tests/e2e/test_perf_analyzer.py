@@ -69,12 +69,9 @@ def perf_analyzer() -> PerfAnalyzer:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory, perf_analyzer):
-    root = tmp_path_factory.mktemp("perf-analyzer")
-    repository = root / "repo"
+def repository(repository):
     write_model(repository, "simple", SIMPLE_CONFIG, {"1/model.py": SIMPLE_PY})
-    with DaemonProcess(repository, root / "daemon.log", []) as process:
-        yield process
+    return repository
 
 
 def failures(daemon: DaemonProcess) -> int:

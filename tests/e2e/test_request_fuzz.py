@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
+from daemon_process import LOAD_EVERY_MODEL
 from model_fixtures import copy_demo_repository
 
 SEED = int(os.environ.get("EDGEBOX_FUZZ_SEED", "20261125"))
@@ -34,29 +35,21 @@ INPUTS = {"add_sub": ("INPUT0", "INPUT1"), "multiply": ("A", "B"), "square_diff"
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("fuzz")
-    repository = copy_demo_repository(root / "repo")
+def repository(repository):
+    copy_demo_repository(repository)
     for folder in ("lane_pipeline", "lane_preprocess", "lane_postprocess", "lane_detector"):
         # The lane models cost seconds to load and add nothing a fuzzer needs.
         shutil.rmtree(repository / folder)
-    with DaemonProcess(
-        repository,
-        root / "daemon.log",
-        [
-            "--model-control-mode",
-            "explicit",
-            "--load-model",
-            "*",
-            "--max-request-bytes",
-            str(MAX_REQUEST_BYTES),
-            "--http-restricted-api",
-            "statistics:fuzz-key=not-sent",
-        ],
-    ) as process:
-        yield process
+    return repository
+
+
+@pytest.fixture(scope="module")
+def daemon_args():
+    return [
+        *LOAD_EVERY_MODEL,
+        *("--max-request-bytes", str(MAX_REQUEST_BYTES)),
+        *("--http-restricted-api", "statistics:fuzz-key=not-sent"),
+    ]
 
 
 def _valid_request(rng: random.Random, model: str) -> dict:

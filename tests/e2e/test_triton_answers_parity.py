@@ -23,18 +23,18 @@ class TritonPythonModel:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("triton-answers")
-    repository = root / "repo"
+def repository(repository):
     add_add_sub(repository)
     write_model(repository, "broken", PYTHON_XY_CONFIG.format(name="broken"))
     (repository / "broken" / "1").mkdir()
     (repository / "broken" / "1" / "model.py").write_text(FAILING_MODEL)
+    return repository
+
+
+@pytest.fixture(scope="module")
+def daemon_args():
     args = ["--model-control-mode", "explicit", "--load-model", "add_sub"]
-    with DaemonProcess(repository, root / "daemon.log", [*args, "--server-name", "triton"]) as d:
-        yield d
+    return [*args, "--server-name", "triton"]
 
 
 @pytest.fixture(params=["http", "grpc"])

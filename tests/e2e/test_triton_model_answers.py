@@ -72,11 +72,7 @@ def add_python(repository, name: str, dtype: str, batch: int = 0) -> None:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("triton-model-answers")
-    repository = root / "repo"
+def repository(repository):
     for dtype in triton_answers.OUTPUT_DTYPE_PASSTHROUGH:
         add_python(repository, f"as_{dtype}", dtype)
     add_python(repository, "as_float64_batched", "float64", batch=8)
@@ -84,13 +80,16 @@ def daemon(tmp_path_factory):
     add_python(repository, "overridden", "float32")
     write_model(repository, "ens", ENSEMBLE)
     (repository / "ens" / "1").mkdir()
+    return repository
+
+
+@pytest.fixture(scope="module")
+def daemon_args():
     models = [f"as_{dtype}" for dtype in triton_answers.OUTPUT_DTYPE_PASSTHROUGH]
     loads = [
         arg for name in [*models, "as_float64_batched", "ens"] for arg in ("--load-model", name)
     ]
-    args = ["--model-control-mode", "explicit", *loads]
-    with DaemonProcess(repository, root / "daemon.log", args) as d:
-        yield d
+    return ["--model-control-mode", "explicit", *loads]
 
 
 def http_infer(client, model: str, shape: list[int]):

@@ -16,6 +16,7 @@ import tritonclient.http as httpclient
 import tritonclient.http.aio as httpaio
 from tritonclient.utils import InferenceServerException
 
+from daemon_process import LOAD_EVERY_MODEL
 from model_fixtures import copy_demo_repository, write_model
 
 CALLBACK_TIMEOUT_S = 30
@@ -93,17 +94,16 @@ class TritonPythonModel:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("examples-e2e")
-    repository = copy_demo_repository(root / "repo")
+def repository(repository):
+    copy_demo_repository(repository)
     write_model(repository, "simple_string", STRING_MODEL, {"1/model.py": STRING_MODEL_PY})
     write_model(repository, "slow", SLOW_MODEL, {"1/model.py": SLOW_MODEL_PY})
-    with DaemonProcess(
-        repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    ) as process:
-        yield process
+    return repository
+
+
+@pytest.fixture(scope="module")
+def daemon_args():
+    return LOAD_EVERY_MODEL
 
 
 @pytest.fixture

@@ -14,26 +14,25 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from test_tritonclient_http import TYPES_MODEL, TYPES_MODEL_PY
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import add_add_sub, copy_demo_repository, write_model
+from daemon_process import LOAD_EVERY_MODEL
+from model_fixtures import add_add_sub, add_types, copy_demo_repository
 
 CALLBACK_TIMEOUT_S = 30
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("grpc-e2e")
-    repository = copy_demo_repository(root / "repo")
+def repository(repository):
+    copy_demo_repository(repository)
     add_add_sub(repository, "add_sub_v2", versions=(1, 2))
-    write_model(repository, "types", TYPES_MODEL, {"1/model.py": TYPES_MODEL_PY})
-    with DaemonProcess(
-        repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    ) as process:
-        yield process
+    add_types(repository)
+    return repository
+
+
+@pytest.fixture(scope="module")
+def daemon_args():
+    return LOAD_EVERY_MODEL
 
 
 @pytest.fixture
@@ -371,26 +370,16 @@ def test_seed_001_snippet_runs_against_the_bundled_lane_detector(client, http_cl
 
 
 @pytest.fixture(scope="module")
-def restricted(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("grpc-restricted")
-    repository = root / "repo"
+def restricted(start_module_daemon, module_path):
+    repository = module_path / "restricted"
     add_add_sub(repository)
-    with DaemonProcess(
+    return start_module_daemon(
         repository,
-        root / "daemon.log",
-        [
-            "--model-control-mode",
-            "explicit",
-            "--load-model",
-            "*",
-            "--grpc-restricted-protocol=model-repository,statistics:admin-key=s3cret",
-            "--max-request-bytes",
-            "65536",
-        ],
-    ) as process:
-        yield process
+        *LOAD_EVERY_MODEL,
+        "--grpc-restricted-protocol=model-repository,statistics:admin-key=s3cret",
+        "--max-request-bytes",
+        "65536",
+    )
 
 
 def test_restricted_protocol_is_refused_as_triton_refuses_it(restricted):

@@ -10,58 +10,21 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import add_add_sub, copy_demo_repository, write_model
-
-TYPES_MODEL = """
-name: "types"
-backend: "python"
-max_batch_size: 0
-input [
-  { name: "F16" data_type: TYPE_FP16 dims: [ -1 ] },
-  { name: "I64" data_type: TYPE_INT64 dims: [ 2, 2 ] },
-  { name: "TEXT" data_type: TYPE_STRING dims: [ -1 ] }
-]
-output [
-  { name: "F16_TWICE" data_type: TYPE_FP16 dims: [ -1 ] },
-  { name: "I64_PLUS_ONE" data_type: TYPE_INT64 dims: [ 2, 2 ] },
-  { name: "TEXT_UPPER" data_type: TYPE_STRING dims: [ -1 ] }
-]
-"""
-
-TYPES_MODEL_PY = """
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            f16 = pb_utils.get_input_tensor_by_name(request, "F16").as_numpy()
-            i64 = pb_utils.get_input_tensor_by_name(request, "I64").as_numpy()
-            text = pb_utils.get_input_tensor_by_name(request, "TEXT").as_numpy()
-            upper = np.array([t.upper() for t in text], dtype=object)
-            responses.append(pb_utils.InferenceResponse(output_tensors=[
-                pb_utils.Tensor("F16_TWICE", (f16 * 2).astype(np.float16)),
-                pb_utils.Tensor("I64_PLUS_ONE", i64 + 1),
-                pb_utils.Tensor("TEXT_UPPER", upper),
-            ]))
-        return responses
-"""
+from daemon_process import LOAD_EVERY_MODEL
+from model_fixtures import add_add_sub, add_types, copy_demo_repository
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("e2e")
-    repository = copy_demo_repository(root / "repo")
+def repository(repository):
+    copy_demo_repository(repository)
     add_add_sub(repository, "add_sub_v2", versions=(1, 2))
-    write_model(repository, "types", TYPES_MODEL, {"1/model.py": TYPES_MODEL_PY})
-    with DaemonProcess(
-        repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    ) as process:
-        yield process
+    add_types(repository)
+    return repository
+
+
+@pytest.fixture(scope="module")
+def daemon_args():
+    return LOAD_EVERY_MODEL
 
 
 @pytest.fixture

@@ -1,0 +1,73 @@
+"""The end-to-end tests' daemon: the real ``python -m edgebox serve`` on
+127.0.0.1 (tests/daemon_process.py), started once per module on a repository
+the module builds, stopped with SIGTERM after the module's last test; it must
+exit 0.
+
+A module says what its daemon serves by overriding ``repository`` (which
+hands the override the module's empty repository folder) and, where the
+defaults do not fit, ``daemon_args`` and ``daemon_env``::
+
+    @pytest.fixture(scope="module")
+    def repository(repository):
+        add_add_sub(repository)
+        return repository
+
+
+    @pytest.fixture(scope="module")
+    def daemon_args():
+        return ["--model-control-mode", "explicit", "--load-model", "*"]
+
+and its tests take ``daemon``. A second daemon for the whole module comes
+from ``start_module_daemon``; a test that stops, signals or reconfigures its
+daemon starts one of its own with ``start_daemon`` (tests/conftest.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from daemon_process import DaemonProcess, StartedDaemons
+
+
+@pytest.fixture(scope="module")
+def module_path(request, tmp_path_factory) -> Path:
+    """A folder for the module's daemon: its repository, log and any file
+    the module puts next to them."""
+    return tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2])
+
+
+@pytest.fixture(scope="module")
+def repository(module_path) -> Path:
+    """The module's model repository, empty until the module's override fills it."""
+    path = module_path / "repo"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture(scope="module")
+def daemon_args() -> Sequence[str]:
+    """Flags after the ones ``DaemonProcess`` always passes (ports 0, 127.0.0.1, an empty config)."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def daemon_env() -> dict[str, str]:
+    """Environment variables for the daemon (``EDGEBOX_*`` from the test's own environment are dropped)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def start_module_daemon(module_path) -> StartedDaemons:
+    """``start_daemon`` for daemons that serve every test of the module: each
+    is stopped after the module's last test and must exit 0."""
+    daemons = StartedDaemons(module_path)
+    yield daemons
+    daemons.stop_all()
+
+
+@pytest.fixture(scope="module")
+def daemon(start_module_daemon, repository, daemon_args, daemon_env) -> DaemonProcess:
+    """The module's daemon, ready (``/v2/health/ready``) before the first test."""
+    return start_module_daemon(repository, *daemon_args, env=daemon_env)
