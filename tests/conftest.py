@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from daemon_process import StartedDaemons
-from mosquitto_broker import MosquittoBroker, mosquitto_installed
+from mosquitto_broker import MosquittoBroker, SharedBroker, mosquitto_installed
 
 pytest_plugins = ["inprocess_stack"]
 
@@ -17,14 +19,47 @@ def start_daemon(tmp_path):
     daemons.stop_all()
 
 
-@pytest.fixture
-def mosquitto(tmp_path):
-    """A real mosquitto (anonymous, plain MQTT) on a free 127.0.0.1 port,
-    stopped at teardown. Missing mosquitto fails the test: `make test` installs it."""
+def pytest_configure(config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "private_broker: the test stops, restarts or kills its mosquitto, so `mosquitto` "
+        "is one of its own rather than the session's",
+    )
+
+
+def _require_mosquitto() -> None:
     if not mosquitto_installed():
         pytest.fail(
             "mosquitto is not installed (looked on PATH and in /usr/sbin): run `make test`, "
             "which installs Debian's 'mosquitto' and 'mosquitto-clients' packages"
         )
+
+
+@pytest.fixture(scope="session")
+def session_mosquitto(tmp_path_factory) -> MosquittoBroker:
+    """The one mosquitto the session's tests share, started for the first test that asks."""
+    _require_mosquitto()
+    with MosquittoBroker(tmp_path_factory.mktemp("mosquitto")) as broker:
+        yield broker
+
+
+@pytest.fixture
+def mosquitto(request, tmp_path):
+    """A real mosquitto (anonymous, plain MQTT) on a free 127.0.0.1 port: the
+    session's (a ``SharedBroker``), where a test keeps to its own ``device_id``
+    and client ids so that no retained message or session of another test
+    reaches it. A test marked ``private_broker`` gets one of its own, stopped
+    at teardown. Missing mosquitto fails the test: `make test` installs it."""
+    if request.node.get_closest_marker("private_broker") is None:
+        yield SharedBroker(request.getfixturevalue("session_mosquitto"))
+        return
+    _require_mosquitto()
     with MosquittoBroker(tmp_path / "mosquitto") as broker:
         yield broker
+
+
+@pytest.fixture
+def device_id() -> str:
+    """A device id no other test uses: the first level of the test's MQTT
+    topics after ``edgebox/``, and of its client ids."""
+    return f"dev-{uuid.uuid4().hex[:8]}"

@@ -104,6 +104,16 @@ def add_types(repository: Path) -> Path:
     return write_model(repository, "types", TYPES_CONFIG, {"1/model.py": TYPES_MODEL_PY})
 
 
+def add_publishing_add_sub(repository: Path) -> Path:
+    """add_sub with ``mqtt_publish: "true"``: the daemon publishes its answers over MQTT."""
+    model_dir = add_add_sub(repository)
+    config = model_dir / "config.pbtxt"
+    config.write_text(
+        config.read_text() + 'parameters { key: "mqtt_publish" value { string_value: "true" } }\n'
+    )
+    return model_dir
+
+
 def copy_demo_repository(target: Path) -> Path:
     """The bundled demo repository, with its ONNX files built (``target`` may
     exist already, empty)."""

@@ -61,19 +61,23 @@ def test_sighup_applies_streams_names_restart_settings_and_survives_a_typo(tmp_p
     assert "stream 'second': stopped" not in log
 
 
-def test_sighup_moves_mqtt_to_another_broker_keeping_the_spool(mosquitto, tmp_path, start_daemon):
+def test_sighup_moves_mqtt_to_another_broker_keeping_the_spool(
+    mosquitto, tmp_path, start_daemon, device_id
+):
     repository = tmp_path / "repo"
     add_add_sub(repository)
     spool = tmp_path / "spool.sqlite"
     config = tmp_path / "edgebox.yaml"
 
     def write_config(url: str) -> None:
-        config.write_text(f"mqtt: {{url: '{url}', device_id: dev, spool_path: '{spool}'}}\n")
+        config.write_text(
+            f"mqtt: {{url: '{url}', device_id: {device_id}, spool_path: '{spool}'}}\n"
+        )
 
     write_config(mosquitto.url)
     with (
         MosquittoBroker(tmp_path / "second-broker") as second,
-        Subscriber(second, "edgebox/dev/status") as watcher,
+        Subscriber(second, f"edgebox/{device_id}/status") as watcher,
     ):
         daemon = start_daemon(repository, "--config", str(config))
         wait_for(
@@ -100,20 +104,20 @@ def test_sighup_moves_mqtt_to_another_broker_keeping_the_spool(mosquitto, tmp_pa
 
 
 def test_messages_spooled_for_an_unreachable_broker_reach_the_one_a_sighup_names(
-    mosquitto, tmp_path, start_daemon
+    mosquitto, tmp_path, start_daemon, device_id
 ):
     repository = tmp_path / "repo"
     add_add_sub(repository)
     spool = tmp_path / "spool.sqlite"
     config = tmp_path / "edgebox.yaml"
     dead = f"mqtt://127.0.0.1:{free_loopback_port()}"
-    config.write_text(f"mqtt: {{url: '{dead}', device_id: dev, spool_path: '{spool}'}}\n")
-    with Subscriber(mosquitto, "edgebox/dev/events") as watcher:
+    config.write_text(f"mqtt: {{url: '{dead}', device_id: {device_id}, spool_path: '{spool}'}}\n")
+    with Subscriber(mosquitto, f"edgebox/{device_id}/events") as watcher:
         daemon = start_daemon(repository, "--config", str(config))
         wait_for(lambda: "unreachable" in daemon.log(), what="the daemon to start spooling")
 
         config.write_text(
-            f"mqtt: {{url: '{mosquitto.url}', device_id: dev, spool_path: '{spool}'}}\n"
+            f"mqtt: {{url: '{mosquitto.url}', device_id: {device_id}, spool_path: '{spool}'}}\n"
         )
         hang_up(daemon, 0)
 
@@ -125,7 +129,7 @@ def test_messages_spooled_for_an_unreachable_broker_reach_the_one_a_sighup_names
             ],
             what="the spooled READY event of 'add_sub' on the new broker",
         )
-        assert events[0]["device"] == "dev"
+        assert events[0]["device"] == device_id
         assert daemon.stop() == 0
 
 

@@ -297,16 +297,16 @@ class OneModelRegistry:
 
 
 def test_every_payload_a_subscriber_receives_from_the_forwarder_matches_its_schema(
-    mosquitto, tmp_path
+    mosquitto, tmp_path, device_id
 ):
     settings = MqttSettings(
-        url=mosquitto.url, device_id=DEVICE, spool_path=tmp_path / "spool.sqlite"
+        url=mosquitto.url, device_id=device_id, spool_path=tmp_path / "spool.sqlite"
     )
     bus = EventBus()
     forwarder = build_forwarder(
         settings, bus, OneModelRegistry(), (), lambda: {"demo-road": "running"}
     )
-    with Subscriber(mosquitto, f"edgebox/{DEVICE}/#") as subscriber:
+    with Subscriber(mosquitto, f"edgebox/{device_id}/#") as subscriber:
         forwarder.start()
         try:
             wait_for(lambda: forwarder.stats().state == "connected", what="the link")
