@@ -22,6 +22,10 @@ def start_daemon(tmp_path):
 def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers",
+        "daemon_flags(*flags): the flags of the e2e module's daemon (tests/e2e/conftest.py)",
+    )
+    config.addinivalue_line(
+        "markers",
         "private_broker: the test stops, restarts or kills its mosquitto, so `mosquitto` "
         "is one of its own rather than the session's",
     )

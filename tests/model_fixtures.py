@@ -1,5 +1,6 @@
 """Builders for model repositories used by the tests: write a config and model
-files into a folder the way a user would."""
+files into a folder the way a user would; and add_sub's inputs as tritonclient
+builds them."""
 
 from __future__ import annotations
 
@@ -114,6 +115,21 @@ def add_publishing_add_sub(repository: Path) -> Path:
     return model_dir
 
 
+def add_sub_infer_inputs(client_module, a, b, binary_data: bool = True) -> list:
+    """``a`` and ``b`` (FP32 arrays of one shape) as add_sub's INPUT0 and INPUT1,
+    built with ``client_module.InferInput`` (``tritonclient.http`` or ``.grpc``,
+    or their aio twins); ``binary_data=False`` sends them as JSON over HTTP."""
+    inputs = []
+    for name, value in (("INPUT0", a), ("INPUT1", b)):
+        tensor = client_module.InferInput(name, list(value.shape), "FP32")
+        if binary_data:
+            tensor.set_data_from_numpy(value)
+        else:
+            tensor.set_data_from_numpy(value, binary_data=False)
+        inputs.append(tensor)
+    return inputs
+
+
 def copy_demo_repository(target: Path) -> Path:
     """The bundled demo repository, with its ONNX files built (``target`` may
     exist already, empty)."""
@@ -212,3 +228,12 @@ def add_decoupled_repeat(repository: Path, name: str = "repeat") -> Path:
         DECOUPLED_REPEAT_CONFIG.format(name=name),
         {"1/model.py": DECOUPLED_REPEAT_MODEL},
     )
+
+
+def build_tritonclient_repository(repository: Path) -> Path:
+    """The demo repository with ``add_sub_v2`` (versions 1 and 2) and ``types``:
+    what the tritonclient HTTP and gRPC end-to-end tests serve."""
+    copy_demo_repository(repository)
+    add_add_sub(repository, "add_sub_v2", versions=(1, 2))
+    add_types(repository)
+    return repository

@@ -4,20 +4,20 @@ the module builds, stopped with SIGTERM after the module's last test; it must
 exit 0.
 
 A module says what its daemon serves by overriding ``repository`` (which
-hands the override the module's empty repository folder) and, where the
-defaults do not fit, ``daemon_args`` and ``daemon_env``::
+hands the override the module's empty repository folder), and gives the
+daemon's flags with a ``daemon_flags`` mark::
+
+    pytestmark = pytest.mark.daemon_flags("--model-control-mode", "explicit")
+
 
     @pytest.fixture(scope="module")
     def repository(repository):
         add_add_sub(repository)
         return repository
 
-
-    @pytest.fixture(scope="module")
-    def daemon_args():
-        return ["--model-control-mode", "explicit", "--load-model", "*"]
-
-and its tests take ``daemon``. A second daemon for the whole module comes
+and its tests take ``daemon``, or ``http_client`` and ``grpc_client``
+connected to it. Flags that name the module's own files come from an
+override of ``daemon_args`` instead; variables, from one of ``daemon_env``. A second daemon for the whole module comes
 from ``start_module_daemon``; a test that stops, signals or reconfigures its
 daemon starts one of its own with ``start_daemon`` (tests/conftest.py)."""
 
@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 
 from daemon_process import DaemonProcess, StartedDaemons
 
@@ -47,9 +49,11 @@ def repository(module_path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def daemon_args() -> Sequence[str]:
-    """Flags after the ones ``DaemonProcess`` always passes (ports 0, 127.0.0.1, an empty config)."""
-    return []
+def daemon_args(request) -> Sequence[str]:
+    """The module's ``daemon_flags`` mark: flags after the ones ``DaemonProcess``
+    always passes (ports 0, 127.0.0.1, an empty config)."""
+    mark = request.node.get_closest_marker("daemon_flags")
+    return mark.args if mark is not None else ()
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +75,15 @@ def start_module_daemon(module_path) -> StartedDaemons:
 def daemon(start_module_daemon, repository, daemon_args, daemon_env) -> DaemonProcess:
     """The module's daemon, ready (``/v2/health/ready``) before the first test."""
     return start_module_daemon(repository, *daemon_args, env=daemon_env)
+
+
+@pytest.fixture
+def http_client(daemon) -> httpclient.InferenceServerClient:
+    with httpclient.InferenceServerClient(daemon.url) as client:
+        yield client
+
+
+@pytest.fixture
+def grpc_client(daemon) -> grpcclient.InferenceServerClient:
+    with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
+        yield client

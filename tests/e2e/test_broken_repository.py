@@ -12,7 +12,13 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import wait_for
-from model_fixtures import ADD_SUB_CONFIG, PYTHON_XY_CONFIG, add_add_sub, write_model
+from model_fixtures import (
+    ADD_SUB_CONFIG,
+    PYTHON_XY_CONFIG,
+    add_add_sub,
+    add_sub_infer_inputs,
+    write_model,
+)
 from scripts.onnx_builders import build_add_sub
 
 CRASHING_MODEL = """
@@ -141,9 +147,8 @@ def repository(repository, module_path):
 
 
 @pytest.fixture
-def client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
+def client(http_client):
+    return http_client
 
 
 def reason_of(client, model: str) -> str:
@@ -155,12 +160,7 @@ def reason_of(client, model: str) -> str:
 
 def assert_good_models_answer(client) -> None:
     a = np.ones((1, 16), dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [1, 16], "FP32"),
-        httpclient.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    inputs[0].set_data_from_numpy(a)
-    inputs[1].set_data_from_numpy(a)
+    inputs = add_sub_infer_inputs(httpclient, a, a)
     np.testing.assert_array_equal(client.infer("good_onnx", inputs).as_numpy("OUTPUT0"), a + a)
     x = httpclient.InferInput("X", [2], "FP32")
     x.set_data_from_numpy(np.array([1, 2], dtype=np.float32))

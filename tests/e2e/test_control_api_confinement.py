@@ -13,7 +13,7 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import add_add_sub, write_model
+from model_fixtures import add_add_sub, add_sub_infer_inputs, write_model
 
 ECHO_MODEL = """
 import triton_python_backend_utils as pb_utils
@@ -72,6 +72,11 @@ ADD_SUB = {
 }
 
 
+pytestmark = pytest.mark.daemon_flags(
+    "--model-control-mode", "explicit", "--load-model", "victim", "--load-model", "add_sub"
+)
+
+
 @pytest.fixture(scope="module")
 def repository(repository, module_path):
     """'victim' (python, with labels) and 'add_sub' (ONNX), with hostile files
@@ -100,11 +105,6 @@ def repository(repository, module_path):
 
 
 @pytest.fixture(scope="module")
-def daemon_args():
-    return ["--model-control-mode", "explicit", "--load-model", "victim", "--load-model", "add_sub"]
-
-
-@pytest.fixture(scope="module")
 def box(daemon, module_path):
     """The daemon in explicit mode; ``root`` is the folder around its repository."""
     daemon.root = module_path
@@ -112,9 +112,8 @@ def box(daemon, module_path):
 
 
 @pytest.fixture
-def client(box):
-    with httpclient.InferenceServerClient(box.url) as client:
-        yield client
+def client(http_client):
+    return http_client
 
 
 def refused_load(client, name: str, config: dict) -> InferenceServerException:
@@ -211,11 +210,8 @@ def test_session_entry_that_writes_a_file_is_refused_and_the_file_is_untouched(b
         f"load request config for 'add_sub': parameter '{key}' makes ONNX Runtime read or "
         "write files, which a model config may not ask for"
     )
-    a = httpclient.InferInput("INPUT0", [1, 16], "FP32")
-    a.set_data_from_numpy(np.ones((1, 16), dtype=np.float32))
-    b = httpclient.InferInput("INPUT1", [1, 16], "FP32")
-    b.set_data_from_numpy(np.ones((1, 16), dtype=np.float32))
-    result = client.infer("add_sub", [a, b])
+    ones = np.ones((1, 16), dtype=np.float32)
+    result = client.infer("add_sub", add_sub_infer_inputs(httpclient, ones, ones))
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), np.full((1, 16), 2.0))
     assert target.read_text() == "precious\n"
 

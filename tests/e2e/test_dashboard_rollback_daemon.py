@@ -14,7 +14,7 @@ import tritonclient.http as httpclient
 from werkzeug.security import generate_password_hash
 
 from daemon_process import wait_for
-from model_fixtures import add_add_sub
+from model_fixtures import add_add_sub, add_sub_infer_inputs
 
 PASSWORD = "e2e password"
 
@@ -41,12 +41,7 @@ def index_states(client) -> dict[str, str]:
 
 def infer_version(client) -> str:
     a = np.ones((1, 16), dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [1, 16], "FP32"),
-        httpclient.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    inputs[0].set_data_from_numpy(a)
-    inputs[1].set_data_from_numpy(a)
+    inputs = add_sub_infer_inputs(httpclient, a, a)
     return client.infer("add_sub", inputs).get_response()["model_version"]
 
 

@@ -6,8 +6,6 @@ makes (a log file path, any trace level but OFF)."""
 from __future__ import annotations
 
 import pytest
-import tritonclient.grpc as grpcclient
-import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import LOAD_EVERY_MODEL, wait_for
@@ -22,6 +20,9 @@ TRACE_DEFAULTS_GRPC = {
 STRAY = "repository: ignoring stray file"
 
 
+pytestmark = pytest.mark.daemon_flags(*LOAD_EVERY_MODEL)
+
+
 @pytest.fixture(scope="module")
 def repository(repository):
     add_add_sub(repository)
@@ -29,22 +30,10 @@ def repository(repository):
     return repository
 
 
-@pytest.fixture(scope="module")
-def daemon_args():
-    return LOAD_EVERY_MODEL
-
-
 @pytest.fixture
-def client(daemon):
-    with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
-        yield client
-        client.update_log_settings({"log_verbose_level": 0, "log_info": True})
-
-
-@pytest.fixture
-def http_client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
+def client(grpc_client):
+    yield grpc_client
+    grpc_client.update_log_settings({"log_verbose_level": 0, "log_info": True})
 
 
 def log_settings(client) -> dict:

@@ -294,6 +294,11 @@ class Scenario:
         return rss_mib(self.daemon.process.pid)
 
 
+pytestmark = pytest.mark.daemon_flags(
+    "--model-control-mode", "poll", "--repository-poll-secs", str(POLL_S)
+)
+
+
 @pytest.fixture(scope="module")
 def builds(module_path) -> dict[int, Path]:
     return {
@@ -309,11 +314,6 @@ def repository(repository, builds):
     shutil.copyfile(builds[1], model_dir / "1" / "model.onnx")
     write_config(model_dir)
     return repository
-
-
-@pytest.fixture(scope="module")
-def daemon_args():
-    return ["--model-control-mode", "poll", "--repository-poll-secs", str(POLL_S)]
 
 
 @pytest.fixture(scope="module")

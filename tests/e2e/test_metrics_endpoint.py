@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import wait_for
-from model_fixtures import add_add_sub, write_model
+from model_fixtures import add_add_sub, add_sub_infer_inputs, write_model
 
 REQUESTS = 5
 LABELS = {"model": "add_sub", "version": "1"}
@@ -33,13 +33,7 @@ def value(families: dict, name: str, labels: dict | None = None) -> float:
 
 def _inputs(width: int = 16):
     data = np.ones((1, width), dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [1, width], "FP32"),
-        httpclient.InferInput("INPUT1", [1, width], "FP32"),
-    ]
-    for tensor in inputs:
-        tensor.set_data_from_numpy(data)
-    return inputs
+    return add_sub_infer_inputs(httpclient, data, data)
 
 
 @pytest.fixture

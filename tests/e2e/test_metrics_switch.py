@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import tritonclient.http as httpclient
 
-from model_fixtures import add_add_sub
+from model_fixtures import add_add_sub, add_sub_infer_inputs
 
 _SOCKET = re.compile(r"socket:\[(\d+)\]")
 _TCP_LISTEN = "0A"
@@ -51,12 +51,7 @@ def listening_sockets(pid: int) -> set[tuple[str, int]]:
 
 def infer_add_sub(url: str) -> np.ndarray:
     data = np.ones((1, 16), dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [1, 16], "FP32"),
-        httpclient.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    for tensor in inputs:
-        tensor.set_data_from_numpy(data)
+    inputs = add_sub_infer_inputs(httpclient, data, data)
     with httpclient.InferenceServerClient(url) as client:
         return client.infer("add_sub", inputs).as_numpy("OUTPUT0")
 

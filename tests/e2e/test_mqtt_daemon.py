@@ -16,7 +16,12 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from daemon_process import DaemonProcess, wait_for
-from model_fixtures import add_add_sub, add_publishing_add_sub, copy_demo_repository
+from model_fixtures import (
+    add_add_sub,
+    add_publishing_add_sub,
+    add_sub_infer_inputs,
+    copy_demo_repository,
+)
 from mosquitto_broker import SilentBroker, Subscriber, daemon_mqtt_flags
 from scripts.demo_broker import free_loopback_port
 
@@ -208,13 +213,7 @@ def test_sigkill_while_the_broker_is_down_loses_nothing_written_and_reuses_no_id
 def add_sub_inputs(client_module):
     a = np.arange(16, dtype=np.float32).reshape(1, 16)
     b = np.ones((1, 16), dtype=np.float32)
-    inputs = [
-        client_module.InferInput("INPUT0", [1, 16], "FP32"),
-        client_module.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    inputs[0].set_data_from_numpy(a)
-    inputs[1].set_data_from_numpy(b)
-    return a, b, inputs
+    return a, b, add_sub_infer_inputs(client_module, a, b)
 
 
 def test_an_opted_in_model_publishes_its_http_and_grpc_answers(tmp_path, mosquitto, device_id):

@@ -23,7 +23,7 @@ import pytest
 import tritonclient.http as httpclient
 
 from daemon_process import LOAD_EVERY_MODEL
-from model_fixtures import copy_demo_repository
+from model_fixtures import add_sub_infer_inputs, copy_demo_repository
 
 SEED = int(os.environ.get("EDGEBOX_FUZZ_SEED", "20261125"))
 CASES = int(os.environ.get("EDGEBOX_FUZZ_CASES", "30000"))
@@ -34,6 +34,13 @@ GZIP_BOMB = gzip.compress(b"[" * (2 * MAX_REQUEST_BYTES))
 INPUTS = {"add_sub": ("INPUT0", "INPUT1"), "multiply": ("A", "B"), "square_diff": ("A", "B")}
 
 
+pytestmark = pytest.mark.daemon_flags(
+    *LOAD_EVERY_MODEL,
+    *("--max-request-bytes", str(MAX_REQUEST_BYTES)),
+    *("--http-restricted-api", "statistics:fuzz-key=not-sent"),
+)
+
+
 @pytest.fixture(scope="module")
 def repository(repository):
     copy_demo_repository(repository)
@@ -41,15 +48,6 @@ def repository(repository):
         # The lane models cost seconds to load and add nothing a fuzzer needs.
         shutil.rmtree(repository / folder)
     return repository
-
-
-@pytest.fixture(scope="module")
-def daemon_args():
-    return [
-        *LOAD_EVERY_MODEL,
-        *("--max-request-bytes", str(MAX_REQUEST_BYTES)),
-        *("--http-restricted-api", "statistics:fuzz-key=not-sent"),
-    ]
 
 
 def _valid_request(rng: random.Random, model: str) -> dict:
@@ -314,12 +312,7 @@ def test_fuzzed_requests_get_json_client_errors_and_the_daemon_keeps_answering(d
     client = httpclient.InferenceServerClient(daemon.url)
     a = np.arange(16, dtype=np.float32).reshape(1, 16)
     b = np.full((1, 16), 2, dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [1, 16], "FP32"),
-        httpclient.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    inputs[0].set_data_from_numpy(a)
-    inputs[1].set_data_from_numpy(b)
+    inputs = add_sub_infer_inputs(httpclient, a, b)
     result = client.infer("add_sub", inputs)
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a + b)
     np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), a - b)

@@ -72,9 +72,8 @@ def daemon_args(module_path):
 
 
 @pytest.fixture
-def client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
+def client(http_client):
+    return http_client
 
 
 def refusal(call) -> tuple[str, str]:

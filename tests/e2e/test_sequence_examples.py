@@ -33,6 +33,11 @@ VALUES = [11, 7, 5, 3, 2, 0, 1]
 STREAM_TIMEOUT_S = 30
 
 
+pytestmark = pytest.mark.daemon_flags(
+    "--model-control-mode", "poll", "--repository-poll-secs", "0.2"
+)
+
+
 @pytest.fixture(scope="module")
 def repository(repository):
     assert build_sequence_models([str(repository)]) == 0
@@ -42,23 +47,14 @@ def repository(repository):
     return repository
 
 
-@pytest.fixture(scope="module")
-def daemon_args():
-    return ["--model-control-mode", "poll", "--repository-poll-secs", "0.2"]
+@pytest.fixture
+def http(http_client):
+    return http_client
 
 
 @pytest.fixture
-def http(daemon):
-    client = httpclient.InferenceServerClient(daemon.url)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def grpc(daemon):
-    client = grpcclient.InferenceServerClient(daemon.grpc_url)
-    yield client
-    client.close()
+def grpc(grpc_client):
+    return grpc_client
 
 
 def _inputs(module, value: int, batch_size: int = 1):

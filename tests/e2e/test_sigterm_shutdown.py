@@ -19,7 +19,13 @@ import tritonclient.http as httpclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 from daemon_process import DaemonProcess, wait_for
-from model_fixtures import PYTHON_XY_CONFIG, add_add_sub, add_publishing_add_sub, write_model
+from model_fixtures import (
+    PYTHON_XY_CONFIG,
+    add_add_sub,
+    add_publishing_add_sub,
+    add_sub_infer_inputs,
+    write_model,
+)
 from mosquitto_broker import Subscriber, daemon_mqtt_flags
 from scripts.demo_broker import free_loopback_port
 
@@ -189,10 +195,8 @@ def test_events_of_the_shutdown_reach_the_broker_before_exit(tmp_path, mosquitto
             what="status online",
         )
         with httpclient.InferenceServerClient(daemon.url) as client:
-            inputs = [httpclient.InferInput(n, [1, 16], "FP32") for n in ("INPUT0", "INPUT1")]
-            for tensor in inputs:
-                tensor.set_data_from_numpy(np.ones((1, 16), np.float32))
-            client.infer("add_sub", inputs)
+            ones = np.ones((1, 16), np.float32)
+            client.infer("add_sub", add_sub_infer_inputs(httpclient, ones, ones))
         assert daemon.stop() == 0, daemon.log()
         # The unload at shutdown is queued after every request finished, just
         # before the MQTT thread stops: it must still go out.

@@ -22,6 +22,11 @@ class TritonPythonModel:
 """
 
 
+pytestmark = pytest.mark.daemon_flags(
+    "--model-control-mode", "explicit", "--load-model", "add_sub", "--server-name", "triton"
+)
+
+
 @pytest.fixture(scope="module")
 def repository(repository):
     add_add_sub(repository)
@@ -29,12 +34,6 @@ def repository(repository):
     (repository / "broken" / "1").mkdir()
     (repository / "broken" / "1" / "model.py").write_text(FAILING_MODEL)
     return repository
-
-
-@pytest.fixture(scope="module")
-def daemon_args():
-    args = ["--model-control-mode", "explicit", "--load-model", "add_sub"]
-    return [*args, "--server-name", "triton"]
 
 
 @pytest.fixture(params=["http", "grpc"])

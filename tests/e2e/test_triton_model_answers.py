@@ -71,6 +71,17 @@ def add_python(repository, name: str, dtype: str, batch: int = 0) -> None:
     )
 
 
+LOADED = [
+    *(f"as_{dtype}" for dtype in triton_answers.OUTPUT_DTYPE_PASSTHROUGH),
+    "as_float64_batched",
+    "ens",
+]
+
+pytestmark = pytest.mark.daemon_flags(
+    "--model-control-mode", "explicit", *(arg for name in LOADED for arg in ("--load-model", name))
+)
+
+
 @pytest.fixture(scope="module")
 def repository(repository):
     for dtype in triton_answers.OUTPUT_DTYPE_PASSTHROUGH:
@@ -81,15 +92,6 @@ def repository(repository):
     write_model(repository, "ens", ENSEMBLE)
     (repository / "ens" / "1").mkdir()
     return repository
-
-
-@pytest.fixture(scope="module")
-def daemon_args():
-    models = [f"as_{dtype}" for dtype in triton_answers.OUTPUT_DTYPE_PASSTHROUGH]
-    loads = [
-        arg for name in [*models, "as_float64_batched", "ens"] for arg in ("--load-model", name)
-    ]
-    return ["--model-control-mode", "explicit", *loads]
 
 
 def http_infer(client, model: str, shape: list[int]):

@@ -17,7 +17,7 @@ import tritonclient.http.aio as httpaio
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import LOAD_EVERY_MODEL
-from model_fixtures import copy_demo_repository, write_model
+from model_fixtures import add_sub_infer_inputs, copy_demo_repository, write_model
 
 CALLBACK_TIMEOUT_S = 30
 
@@ -93,6 +93,9 @@ class TritonPythonModel:
 """
 
 
+pytestmark = pytest.mark.daemon_flags(*LOAD_EVERY_MODEL)
+
+
 @pytest.fixture(scope="module")
 def repository(repository):
     copy_demo_repository(repository)
@@ -101,37 +104,10 @@ def repository(repository):
     return repository
 
 
-@pytest.fixture(scope="module")
-def daemon_args():
-    return LOAD_EVERY_MODEL
-
-
-@pytest.fixture
-def http_client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
-
-
-@pytest.fixture
-def grpc_client(daemon):
-    with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
-        yield client
-
-
 def add_sub_inputs(module, binary: bool = True):
     a = np.arange(16, dtype=np.float32).reshape(1, 16)
     b = np.full((1, 16), 2.0, dtype=np.float32)
-    inputs = [
-        module.InferInput("INPUT0", [1, 16], "FP32"),
-        module.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    if module in (httpclient, httpaio):
-        inputs[0].set_data_from_numpy(a, binary_data=binary)
-        inputs[1].set_data_from_numpy(b, binary_data=binary)
-    else:
-        inputs[0].set_data_from_numpy(a)
-        inputs[1].set_data_from_numpy(b)
-    return a, b, inputs
+    return a, b, add_sub_infer_inputs(module, a, b, binary_data=binary)
 
 
 def string_inputs(module):

@@ -17,34 +17,22 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import LOAD_EVERY_MODEL
-from model_fixtures import add_add_sub, add_types, copy_demo_repository
+from model_fixtures import add_add_sub, build_tritonclient_repository
 
 CALLBACK_TIMEOUT_S = 30
 
 
+pytestmark = pytest.mark.daemon_flags(*LOAD_EVERY_MODEL)
+
+
 @pytest.fixture(scope="module")
 def repository(repository):
-    copy_demo_repository(repository)
-    add_add_sub(repository, "add_sub_v2", versions=(1, 2))
-    add_types(repository)
-    return repository
-
-
-@pytest.fixture(scope="module")
-def daemon_args():
-    return LOAD_EVERY_MODEL
+    return build_tritonclient_repository(repository)
 
 
 @pytest.fixture
-def client(daemon):
-    with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
-        yield client
-
-
-@pytest.fixture
-def http_client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
+def client(grpc_client):
+    return grpc_client
 
 
 def add_sub_inputs(batch: int = 1, datatype: str = "FP32"):

@@ -11,38 +11,25 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import LOAD_EVERY_MODEL
-from model_fixtures import add_add_sub, add_types, copy_demo_repository
+from model_fixtures import add_sub_infer_inputs, build_tritonclient_repository
+
+pytestmark = pytest.mark.daemon_flags(*LOAD_EVERY_MODEL)
 
 
 @pytest.fixture(scope="module")
 def repository(repository):
-    copy_demo_repository(repository)
-    add_add_sub(repository, "add_sub_v2", versions=(1, 2))
-    add_types(repository)
-    return repository
-
-
-@pytest.fixture(scope="module")
-def daemon_args():
-    return LOAD_EVERY_MODEL
+    return build_tritonclient_repository(repository)
 
 
 @pytest.fixture
-def client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
+def client(http_client):
+    return http_client
 
 
 def _add_sub_inputs(binary: bool, batch: int = 1):
     a = np.arange(16 * batch, dtype=np.float32).reshape(batch, 16)
     b = np.full((batch, 16), 2.0, dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [batch, 16], "FP32"),
-        httpclient.InferInput("INPUT1", [batch, 16], "FP32"),
-    ]
-    inputs[0].set_data_from_numpy(a, binary_data=binary)
-    inputs[1].set_data_from_numpy(b, binary_data=binary)
-    return a, b, inputs
+    return a, b, add_sub_infer_inputs(httpclient, a, b, binary_data=binary)
 
 
 def test_health_and_server_metadata(client):
