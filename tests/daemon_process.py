@@ -16,9 +16,12 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-LOAD_EVERY_MODEL = ("--model-control-mode", "explicit", "--load-model", "*")
-"""Flags for explicit model control with every model in the repository loaded
-at start (Triton's ``--load-model=*``)."""
+
+def explicit_control(*loaded: str) -> list[str]:
+    """Flags for explicit model control, loading ``loaded`` at start (``"*"``:
+    every model in the repository, as Triton's ``--load-model=*``)."""
+    return ["--model-control-mode", "explicit", *(f for m in loaded for f in ("--load-model", m))]
+
 
 _LISTENING = re.compile(r"HTTP service listening on [^\s:]+:(\d+)")
 _GRPC_LISTENING = re.compile(r"GRPC service listening on [^\s:]+:(\d+)")

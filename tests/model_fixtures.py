@@ -28,6 +28,18 @@ output [
 ]
 """
 
+
+def add_sub_json_config(name: str | None = "add_sub", max_batch_size: int = 8) -> dict:
+    """``ADD_SUB_CONFIG`` as the JSON a load request's ``config`` parameter
+    carries (without ``name`` where ``name`` is None); a new dict each call."""
+    tensors = {
+        "input": [{"name": f"INPUT{i}", "data_type": "TYPE_FP32", "dims": [16]} for i in (0, 1)],
+        "output": [{"name": f"OUTPUT{i}", "data_type": "TYPE_FP32", "dims": [16]} for i in (0, 1)],
+    }
+    named = {} if name is None else {"name": name}
+    return named | {"platform": "onnxruntime_onnx", "max_batch_size": max_batch_size} | tensors
+
+
 PYTHON_XY_CONFIG = """
 name: "{name}"
 backend: "python"

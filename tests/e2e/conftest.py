@@ -7,7 +7,7 @@ A module says what its daemon serves by overriding ``repository`` (which
 hands the override the module's empty repository folder), and gives the
 daemon's flags with a ``daemon_flags`` mark::
 
-    pytestmark = pytest.mark.daemon_flags("--model-control-mode", "explicit")
+    pytestmark = pytest.mark.daemon_flags(*explicit_control("add_sub"))
 
 
     @pytest.fixture(scope="module")
@@ -17,9 +17,11 @@ daemon's flags with a ``daemon_flags`` mark::
 
 and its tests take ``daemon``, or ``http_client`` and ``grpc_client``
 connected to it. Flags that name the module's own files come from an
-override of ``daemon_args`` instead; variables, from one of ``daemon_env``. A second daemon for the whole module comes
-from ``start_module_daemon``; a test that stops, signals or reconfigures its
-daemon starts one of its own with ``start_daemon`` (tests/conftest.py)."""
+override of ``daemon_args`` instead; variables, from one of ``daemon_env``.
+
+A second daemon for the whole module comes from ``start_module_daemon``; a
+test that stops, signals or reconfigures its daemon starts one of its own
+with ``start_daemon`` (tests/conftest.py)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import add_add_sub, add_sub_infer_inputs, write_model
+from daemon_process import explicit_control
+from model_fixtures import add_add_sub, add_sub_infer_inputs, add_sub_json_config, write_model
 
 ECHO_MODEL = """
 import triton_python_backend_utils as pb_utils
@@ -57,24 +58,10 @@ VICTIM = {
     ],
 }
 
-ADD_SUB = {
-    "name": "add_sub",
-    "platform": "onnxruntime_onnx",
-    "max_batch_size": 8,
-    "input": [
-        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-    ],
-    "output": [
-        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-    ],
-}
+ADD_SUB = add_sub_json_config()
 
 
-pytestmark = pytest.mark.daemon_flags(
-    "--model-control-mode", "explicit", "--load-model", "victim", "--load-model", "add_sub"
-)
+pytestmark = pytest.mark.daemon_flags(*explicit_control("victim", "add_sub"))
 
 
 @pytest.fixture(scope="module")

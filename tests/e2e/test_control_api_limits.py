@@ -17,8 +17,8 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from daemon_process import wait_for
-from model_fixtures import PYTHON_XY_CONFIG, add_add_sub, write_model
+from daemon_process import explicit_control, wait_for
+from model_fixtures import PYTHON_XY_CONFIG, add_add_sub, add_sub_json_config, write_model
 
 EXIT_TIMEOUT_S = 2.0
 EXIT_SLACK_S = 3.0
@@ -157,10 +157,7 @@ def repository(tmp_path):
 def explicit(start_daemon, repository):
     daemon = start_daemon(
         repository,
-        "--model-control-mode",
-        "explicit",
-        "--load-model",
-        "echo",
+        *explicit_control("echo"),
         "--max-threads-per-instance",
         "4",
     )
@@ -205,7 +202,7 @@ def test_instances_and_threads_over_the_caps_are_refused(explicit):
         "per model (setting 'max_instances_per_model')",
     )
     threads = {"parameters": {"intra_op_thread_count": {"string_value": "800"}}}
-    add_sub = json.loads(json.dumps(ADD_SUB_JSON)) | threads
+    add_sub = add_sub_json_config(name=None) | threads
     error = refused(explicit, "add_sub", add_sub)
     assert error.status() == "400"
     assert error.message() == (
@@ -215,20 +212,6 @@ def test_instances_and_threads_over_the_caps_are_refused(explicit):
     )
     assert not explicit.is_model_ready("add_sub")
     assert echoes(explicit, "echo")
-
-
-ADD_SUB_JSON = {
-    "platform": "onnxruntime_onnx",
-    "max_batch_size": 8,
-    "input": [
-        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-    ],
-    "output": [
-        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-    ],
-}
 
 
 def stop_within_the_exit_timeout(daemon) -> None:
@@ -264,8 +247,7 @@ def test_a_long_warmup_blocks_no_other_model_and_sigterm_stops_it(start_daemon, 
     )
     daemon = start_daemon(
         repository,
-        "--model-control-mode",
-        "explicit",
+        *explicit_control(),
         "--exit-timeout-secs",
         str(EXIT_TIMEOUT_S),
     )

@@ -22,7 +22,7 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from werkzeug.security import generate_password_hash
 
-from daemon_process import LOAD_EVERY_MODEL, DaemonProcess, wait_for
+from daemon_process import DaemonProcess, explicit_control, wait_for
 from model_fixtures import copy_demo_repository
 
 STREAM = "[{name: road, source: 'synthetic:road', model: lane_pipeline, fps: 10}]"
@@ -50,7 +50,7 @@ def daemon_args(module_path):
             }
         )
     )
-    return ["--config", str(config), *LOAD_EVERY_MODEL]
+    return ["--config", str(config), *explicit_control("*")]
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ import urllib.request
 
 from werkzeug.security import generate_password_hash
 
+from daemon_process import explicit_control
 from model_fixtures import add_add_sub
 
 PASSWORD = "e2e password"
@@ -37,10 +38,7 @@ def test_dashboard_in_the_daemon_logs_in_reads_and_unloads(tmp_path, start_daemo
     password_hash = generate_password_hash(PASSWORD, method="pbkdf2:sha256:1000")
     daemon = start_daemon(
         repository,
-        "--model-control-mode",
-        "explicit",
-        "--load-model",
-        "add_sub",
+        *explicit_control("add_sub"),
         "--dashboard-password-hash",
         password_hash,
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from tritonclient.utils import InferenceServerException
 
-from daemon_process import LOAD_EVERY_MODEL, wait_for
+from daemon_process import explicit_control, wait_for
 from model_fixtures import add_add_sub
 from triton_answers import LOG_DEFAULTS, TRACE_DEFAULTS
 
@@ -20,7 +20,7 @@ TRACE_DEFAULTS_GRPC = {
 STRAY = "repository: ignoring stray file"
 
 
-pytestmark = pytest.mark.daemon_flags(*LOAD_EVERY_MODEL)
+pytestmark = pytest.mark.daemon_flags(*explicit_control("*"))
 
 
 @pytest.fixture(scope="module")

@@ -107,7 +107,9 @@ def test_generate_on_an_ordinary_batching_model(connection) -> None:
 def test_requests_refused_before_the_model_runs(connection) -> None:
     response = post(connection, "/v2/models/nope/generate_stream", {"IN": [1]})
     assert response.status == 404
-    assert json.loads(response.read()) == {"error": "Request for unknown model: 'nope' is not found"}
+    assert json.loads(response.read()) == {
+        "error": "Request for unknown model: 'nope' is not found"
+    }
     response = post(connection, "/v2/models/repeat/generate_stream", {"IN": [1], "x": 1.5})
     assert response.status == 400
     assert json.loads(response.read()) == {

@@ -73,7 +73,10 @@ class TritonPythonModel:
 def repository(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
     write_model(
-        repo, "crashy", PYTHON_XY_CONFIG.format(name="crashy") + ISOLATED, {"1/model.py": CRASHY_MODEL}
+        repo,
+        "crashy",
+        PYTHON_XY_CONFIG.format(name="crashy") + ISOLATED,
+        {"1/model.py": CRASHY_MODEL},
     )
     write_model(
         repo, "steady", PYTHON_XY_CONFIG.format(name="steady"), {"1/model.py": STEADY_MODEL}
@@ -163,7 +166,9 @@ def test_a_crashing_isolated_model_fails_alone_and_comes_back(start_daemon, repo
         assert index_entry(daemon.url, "crashy")["reason"] == (
             "runs in its own process (memory limit: 600 MB)"
         )
-        assert "model 'crashy' version 1, instance 'crashy_0_0': python model process " in daemon.log()
+        assert (
+            "model 'crashy' version 1, instance 'crashy_0_0': python model process " in daemon.log()
+        )
     finally:
         client.close()
 

@@ -12,7 +12,7 @@ import tritonclient.http as httpclient
 from prometheus_client.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
-from daemon_process import wait_for
+from daemon_process import explicit_control, wait_for
 from model_fixtures import add_add_sub, add_sub_infer_inputs, write_model
 
 REQUESTS = 5
@@ -41,7 +41,7 @@ def daemon(tmp_path, start_daemon):
     repository = tmp_path / "repo"
     add_add_sub(repository)
     write_model(repository, "broken", "name: {")
-    return start_daemon(repository, "--model-control-mode", "explicit", "--load-model", "*")
+    return start_daemon(repository, *explicit_control("*"))
 
 
 def test_metrics_count_the_requests_made_over_http(daemon):

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import tritonclient.http as httpclient
 
+from daemon_process import explicit_control
 from model_fixtures import add_add_sub, add_sub_infer_inputs
 
 _SOCKET = re.compile(r"socket:\[(\d+)\]")
@@ -61,10 +62,7 @@ def test_daemon_without_metrics_binds_no_metrics_port_and_still_serves(tmp_path,
     add_add_sub(repository)
     daemon = start_daemon(
         repository,
-        "--model-control-mode",
-        "explicit",
-        "--load-model",
-        "add_sub",
+        *explicit_control("add_sub"),
         "--allow-metrics",
         "false",
     )
@@ -90,10 +88,7 @@ def test_metrics_address_keeps_metrics_on_loopback_while_the_host_is_every_addre
     add_add_sub(repository)
     daemon = start_daemon(
         repository,
-        "--model-control-mode",
-        "explicit",
-        "--load-model",
-        "add_sub",
+        *explicit_control("add_sub"),
         "--host",
         "0.0.0.0",
         "--metrics-address",

@@ -15,7 +15,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from daemon_process import DaemonProcess, wait_for
+from daemon_process import DaemonProcess, explicit_control, wait_for
 from model_fixtures import (
     add_add_sub,
     add_publishing_add_sub,
@@ -154,10 +154,7 @@ def test_sigkill_while_the_broker_is_down_loses_nothing_written_and_reuses_no_id
     spool = tmp_path / "spool.sqlite"
     args = [
         *daemon_mqtt_flags(mosquitto.url, device_id, spool),
-        "--model-control-mode",
-        "explicit",
-        "--load-model",
-        "add_sub",
+        *explicit_control("add_sub"),
     ]
     with Subscriber(mosquitto, f"edgebox/{device_id}/events") as subscriber:
         first = DaemonProcess(repository, tmp_path / "first.log", args).start()

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
-from daemon_process import LOAD_EVERY_MODEL
+from daemon_process import explicit_control
 from model_fixtures import add_sub_infer_inputs, copy_demo_repository
 
 SEED = int(os.environ.get("EDGEBOX_FUZZ_SEED", "20261125"))
@@ -35,7 +35,7 @@ INPUTS = {"add_sub": ("INPUT0", "INPUT1"), "multiply": ("A", "B"), "square_diff"
 
 
 pytestmark = pytest.mark.daemon_flags(
-    *LOAD_EVERY_MODEL,
+    *explicit_control("*"),
     *("--max-request-bytes", str(MAX_REQUEST_BYTES)),
     *("--http-restricted-api", "statistics:fuzz-key=not-sent"),
 )

@@ -20,6 +20,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from cli_helpers import run_edgebox
+from daemon_process import explicit_control
 from model_fixtures import PYTHON_XY_CONFIG, write_model
 
 IDENTITY_MODEL = """
@@ -62,8 +63,7 @@ def repository(repository):
 @pytest.fixture(scope="module")
 def daemon_args(module_path):
     return [
-        "--model-control-mode",
-        "explicit",
+        *explicit_control(),
         "--http-restricted-api",
         "model-repository,statistics:admin-key=secret",
         "--api-key-file",
@@ -125,7 +125,8 @@ def test_loopback_client_needs_no_key_for_the_default_restriction(
 ) -> None:
     process = start_daemon(
         xy_repository(tmp_path / "repo"),
-        *("--model-control-mode", "explicit", "--api-key-file", str(api_key_file(tmp_path))),
+        *explicit_control(),
+        *("--api-key-file", str(api_key_file(tmp_path))),
     )
     with httpclient.InferenceServerClient(process.url) as client:
         client.load_model("xy")

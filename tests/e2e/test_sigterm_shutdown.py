@@ -18,7 +18,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-from daemon_process import DaemonProcess, wait_for
+from daemon_process import DaemonProcess, explicit_control, wait_for
 from model_fixtures import (
     PYTHON_XY_CONFIG,
     add_add_sub,
@@ -176,7 +176,7 @@ def test_a_model_that_never_returns_is_cut_at_exit_timeout_and_exit_is_zero(tmp_
 
 def mqtt_args(url: str, device_id: str, spool) -> list[str]:
     flags = daemon_mqtt_flags(url, device_id, spool)
-    return [*flags, "--model-control-mode", "explicit", "--load-model", "add_sub"]
+    return [*flags, *explicit_control("add_sub")]
 
 
 def shutdown_unload(documents: list[dict]) -> bool:

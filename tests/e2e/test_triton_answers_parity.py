@@ -10,6 +10,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 import triton_answers
+from daemon_process import explicit_control
 from model_fixtures import PYTHON_XY_CONFIG, add_add_sub, write_model
 
 FAILING_MODEL = """
@@ -22,9 +23,7 @@ class TritonPythonModel:
 """
 
 
-pytestmark = pytest.mark.daemon_flags(
-    "--model-control-mode", "explicit", "--load-model", "add_sub", "--server-name", "triton"
-)
+pytestmark = pytest.mark.daemon_flags(*explicit_control("add_sub"), "--server-name", "triton")
 
 
 @pytest.fixture(scope="module")

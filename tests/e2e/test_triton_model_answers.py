@@ -14,7 +14,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 import triton_answers
-from daemon_process import wait_for
+from daemon_process import explicit_control, wait_for
 from model_fixtures import write_model
 
 CONFIG = """
@@ -77,9 +77,7 @@ LOADED = [
     "ens",
 ]
 
-pytestmark = pytest.mark.daemon_flags(
-    "--model-control-mode", "explicit", *(arg for name in LOADED for arg in ("--load-model", name))
-)
+pytestmark = pytest.mark.daemon_flags(*explicit_control(*LOADED))
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import tritonclient.http as httpclient
 import tritonclient.http.aio as httpaio
 from tritonclient.utils import InferenceServerException
 
-from daemon_process import LOAD_EVERY_MODEL
+from daemon_process import explicit_control
 from model_fixtures import add_sub_infer_inputs, copy_demo_repository, write_model
 
 CALLBACK_TIMEOUT_S = 30
@@ -93,7 +93,7 @@ class TritonPythonModel:
 """
 
 
-pytestmark = pytest.mark.daemon_flags(*LOAD_EVERY_MODEL)
+pytestmark = pytest.mark.daemon_flags(*explicit_control("*"))
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,10 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from daemon_process import LOAD_EVERY_MODEL
-from model_fixtures import add_sub_infer_inputs, build_tritonclient_repository
+from daemon_process import explicit_control
+from model_fixtures import add_sub_infer_inputs, add_sub_json_config, build_tritonclient_repository
 
-pytestmark = pytest.mark.daemon_flags(*LOAD_EVERY_MODEL)
+pytestmark = pytest.mark.daemon_flags(*explicit_control("*"))
 
 
 @pytest.fixture(scope="module")
@@ -165,21 +165,7 @@ def test_repository_index_load_and_unload(client):
 
 
 def test_load_with_config_override(client):
-    override = json.dumps(
-        {
-            "name": "add_sub",
-            "platform": "onnxruntime_onnx",
-            "max_batch_size": 4,
-            "input": [
-                {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-                {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-            ],
-            "output": [
-                {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-                {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-            ],
-        }
-    )
+    override = json.dumps(add_sub_json_config(max_batch_size=4))
     client.load_model("add_sub", config=override)
     assert client.get_model_config("add_sub")["max_batch_size"] == 4
     # As in Triton 2.51: a plain load keeps the override while the files are
