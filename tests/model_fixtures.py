@@ -49,6 +49,21 @@ output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ 2 ] }} ]
 """
 """A python model taking X and returning Y, both FP32 [2]; fill in ``name``."""
 
+PYTHON_XY_IDENTITY = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(
+                output_tensors=[pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]
+            )
+            for r in requests
+        ]
+"""
+"""A model.py for ``PYTHON_XY_CONFIG`` that answers Y = X."""
+
 
 def write_model(
     repository: Path, name: str, config: str, files: dict[str, str | bytes] | None = None
@@ -65,6 +80,15 @@ def write_model(
         else:
             path.write_text(textwrap.dedent(content).lstrip())
     return model_dir
+
+
+def add_python_xy(
+    repository: Path, name: str, model_py: str = PYTHON_XY_IDENTITY, config_extra: str = ""
+) -> Path:
+    """Version 1 of a python model on ``PYTHON_XY_CONFIG`` (with ``config_extra``
+    appended) that runs ``model_py``."""
+    config = PYTHON_XY_CONFIG.format(name=name) + config_extra
+    return write_model(repository, name, config, {"1/model.py": model_py})
 
 
 def add_add_sub(repository: Path, name: str = "add_sub", versions: tuple[int, ...] = (1,)) -> Path:

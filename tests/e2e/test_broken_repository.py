@@ -16,6 +16,7 @@ from model_fixtures import (
     ADD_SUB_CONFIG,
     PYTHON_XY_CONFIG,
     add_add_sub,
+    add_python_xy,
     add_sub_infer_inputs,
     write_model,
 )
@@ -62,18 +63,8 @@ class TritonPythonModel:
 @pytest.fixture(scope="module")
 def repository(repository, module_path):
     add_add_sub(repository, "good_onnx")
-    write_model(
-        repository,
-        "good_python",
-        PYTHON_XY_CONFIG.format(name="good_python"),
-        {"1/model.py": CRASHING_MODEL},
-    )
-    write_model(
-        repository,
-        "hanging",
-        PYTHON_XY_CONFIG.format(name="hanging"),
-        {"1/model.py": HANGING_MODEL},
-    )
+    add_python_xy(repository, "good_python", CRASHING_MODEL)
+    add_python_xy(repository, "hanging", HANGING_MODEL)
 
     (repository / "no_config" / "1").mkdir(parents=True)
     (repository / "no_config" / "1" / "weights.bin").write_bytes(b"\0")

@@ -20,7 +20,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import wait_for
-from model_fixtures import PYTHON_XY_CONFIG, write_model
+from model_fixtures import add_python_xy
 
 ISOLATED = """
 parameters { key: "EDGEBOX_ISOLATION" value: { string_value: "process" } }
@@ -72,15 +72,8 @@ class TritonPythonModel:
 @pytest.fixture
 def repository(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
-    write_model(
-        repo,
-        "crashy",
-        PYTHON_XY_CONFIG.format(name="crashy") + ISOLATED,
-        {"1/model.py": CRASHY_MODEL},
-    )
-    write_model(
-        repo, "steady", PYTHON_XY_CONFIG.format(name="steady"), {"1/model.py": STEADY_MODEL}
-    )
+    add_python_xy(repo, "crashy", CRASHY_MODEL, config_extra=ISOLATED)
+    add_python_xy(repo, "steady", STEADY_MODEL)
     return repo
 
 
@@ -247,9 +240,7 @@ class TritonPythonModel:
 
 def test_a_hung_isolated_model_does_not_outlive_the_daemon(start_daemon, tmp_path) -> None:
     repo = tmp_path / "repo"
-    write_model(
-        repo, "hung", PYTHON_XY_CONFIG.format(name="hung") + ISOLATED, {"1/model.py": HANGING_MODEL}
-    )
+    add_python_xy(repo, "hung", HANGING_MODEL, config_extra=ISOLATED)
     daemon = start_daemon(repo, "--exit-timeout-secs", "2")
     (pid,) = model_processes(daemon.process.pid)
     client = httpclient.InferenceServerClient(daemon.url, network_timeout=60)

@@ -21,30 +21,14 @@ from tritonclient.utils import InferenceServerException
 
 from cli_helpers import run_edgebox
 from daemon_process import explicit_control
-from model_fixtures import PYTHON_XY_CONFIG, write_model
-
-IDENTITY_MODEL = """
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                output_tensors=[pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]
-            )
-            for r in requests
-        ]
-"""
+from model_fixtures import add_python_xy
 
 RESTRICTED = "This API is restricted, expecting header 'admin-key'"
 
 
 def xy_repository(repository: Path) -> Path:
     for name in ("xy", "never_loaded"):
-        write_model(
-            repository, name, PYTHON_XY_CONFIG.format(name=name), {"1/model.py": IDENTITY_MODEL}
-        )
+        add_python_xy(repository, name)
     return repository
 
 
