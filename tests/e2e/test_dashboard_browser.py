@@ -17,16 +17,14 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from dashboard.browser import console_errors, headless_chromium, screenshot
-from selenium.common.exceptions import StaleElementReferenceException
+from dashboard.browser import console_errors, headless_chromium, log_in, screenshot, texts
+from dashboard.dashboard_client import PASSWORD, PASSWORD_HASH
 from selenium.webdriver.common.by import By
-from werkzeug.security import generate_password_hash
 
 from daemon_process import DaemonProcess, explicit_control, wait_for
 from model_fixtures import copy_demo_repository
 
 STREAM = "[{name: road, source: 'synthetic:road', model: lane_pipeline, fps: 10}]"
-PASSWORD = "correct horse battery"
 UNKNOWN = "\u2013"
 """The en dash the pages show for a value not known yet."""
 
@@ -44,7 +42,7 @@ def daemon_args(module_path):
             {
                 "dashboard": {
                     "anonymous_read": True,
-                    "password_hash": generate_password_hash(PASSWORD),
+                    "password_hash": PASSWORD_HASH,
                     "session_key_path": str(module_path / "session.key"),
                 },
             }
@@ -69,24 +67,6 @@ def anonymous(browser):
     """The browser with no session: cookies from an earlier login are gone."""
     browser.delete_all_cookies()
     return browser
-
-
-def texts(driver, selector: str) -> list[str]:
-    """The text of every element matching ``selector``; [] while the page
-    re-renders them under us."""
-    try:
-        return [element.text for element in driver.find_elements(By.CSS_SELECTOR, selector)]
-    except StaleElementReferenceException:
-        return []
-
-
-def body_attribute(driver, name: str) -> str | None:
-    """An attribute of the page's body; None while a navigation replaces the
-    page under us (the login form's submit lands on another page)."""
-    try:
-        return driver.find_element(By.TAG_NAME, "body").get_attribute(name)
-    except StaleElementReferenceException:
-        return None
 
 
 def chart_points(driver, chart_id: str) -> int:
@@ -247,15 +227,7 @@ def test_logged_in_unload_button_changes_the_state_shown(daemon, anonymous):
     wait_for(lambda: version_state(browser, "add_sub") == "READY", 30, what="add_sub READY")
     assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == []
 
-    browser.get(f"{daemon.dashboard_url}/login")
-    browser.find_element(By.ID, "username").send_keys("admin")
-    browser.find_element(By.ID, "password").send_keys(PASSWORD)
-    browser.find_element(By.ID, "login-submit").click()
-    wait_for(
-        lambda: body_attribute(browser, "data-logged-in") == "true",
-        10,
-        what="the page after logging in",
-    )
+    log_in(browser, f"{daemon.dashboard_url}/login", PASSWORD)
     browser.get(f"{daemon.dashboard_url}/models")
     unload = '[data-model="add_sub"] button[data-action="unload"]'
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, unload), 30, what="the unload button")
@@ -284,13 +256,5 @@ def test_logged_in_unload_button_changes_the_state_shown(daemon, anonymous):
 def test_a_login_link_cannot_send_the_browser_off_site(daemon, anonymous, asked):
     # The link a phisher would send: the login page carries ``next`` into its
     # form, and Chromium would read /<tab>/evil.example as //evil.example.
-    anonymous.get(f"{daemon.dashboard_url}/login?next={asked}")
-    anonymous.find_element(By.ID, "username").send_keys("admin")
-    anonymous.find_element(By.ID, "password").send_keys(PASSWORD)
-    anonymous.find_element(By.ID, "login-submit").click()
-    wait_for(
-        lambda: body_attribute(anonymous, "data-logged-in") == "true",
-        10,
-        what="the page after logging in",
-    )
+    log_in(anonymous, f"{daemon.dashboard_url}/login?next={asked}", PASSWORD)
     assert anonymous.current_url == f"{daemon.dashboard_url}/"
