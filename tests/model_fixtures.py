@@ -273,3 +273,11 @@ def build_tritonclient_repository(repository: Path) -> Path:
     add_add_sub(repository, "add_sub_v2", versions=(1, 2))
     add_types(repository)
     return repository
+
+
+def build_streaming_repository(repository: Path) -> Path:
+    """The decoupled ``repeat`` beside the ordinary ``add_sub``: what the
+    streaming end-to-end tests (gRPC streams, HTTP generate) serve."""
+    add_decoupled_repeat(repository)
+    add_add_sub(repository)
+    return repository

@@ -33,6 +33,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from daemon_process import DaemonProcess, StartedDaemons
+from model_fixtures import add_add_sub
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,15 @@ def repository(module_path) -> Path:
     path = module_path / "repo"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def add_sub_repository(tmp_path) -> Path:
+    """A repository of the test's own holding add_sub version 1, for a test
+    that starts its own daemon on it."""
+    repository = tmp_path / "repo"
+    add_add_sub(repository)
+    return repository
 
 
 @pytest.fixture(scope="module")

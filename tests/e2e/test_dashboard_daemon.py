@@ -13,14 +13,11 @@ import urllib.request
 from dashboard.dashboard_client import PASSWORD, PASSWORD_HASH, cookie_opener, json_request
 
 from daemon_process import explicit_control
-from model_fixtures import add_add_sub
 
 
-def test_dashboard_in_the_daemon_logs_in_reads_and_unloads(tmp_path, start_daemon):
-    repository = tmp_path / "models"
-    add_add_sub(repository)
+def test_dashboard_in_the_daemon_logs_in_reads_and_unloads(add_sub_repository, start_daemon):
     daemon = start_daemon(
-        repository, *explicit_control("add_sub"), "--dashboard-password-hash", PASSWORD_HASH
+        add_sub_repository, *explicit_control("add_sub"), "--dashboard-password-hash", PASSWORD_HASH
     )
     base = daemon.dashboard_url
     opener = cookie_opener()

@@ -13,16 +13,14 @@ import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import add_add_sub, add_decoupled_repeat
+from model_fixtures import build_streaming_repository
 
 CALLBACK_TIMEOUT_S = 30
 
 
 @pytest.fixture(scope="module")
 def repository(repository):
-    add_decoupled_repeat(repository)
-    add_add_sub(repository)
-    return repository
+    return build_streaming_repository(repository)
 
 
 @pytest.fixture

@@ -14,18 +14,16 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
-from model_fixtures import add_add_sub, add_sub_infer_inputs
+from model_fixtures import add_sub_infer_inputs
 
 THREADS = 2
 STREAMS_PER_CONNECTION = 4
 CONNECTIONS = 4
 
 
-def test_idle_streams_beyond_the_thread_count_stall_no_other_call(tmp_path, start_daemon):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
+def test_idle_streams_beyond_the_thread_count_stall_no_other_call(add_sub_repository, start_daemon):
     daemon = start_daemon(
-        repository,
+        add_sub_repository,
         "--grpc-thread-count",
         str(THREADS),
         "--grpc-max-concurrent-streams",

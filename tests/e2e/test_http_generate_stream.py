@@ -10,14 +10,12 @@ import json
 
 import pytest
 
-from model_fixtures import add_add_sub, add_decoupled_repeat
+from model_fixtures import build_streaming_repository
 
 
 @pytest.fixture(scope="module")
 def repository(repository):
-    add_decoupled_repeat(repository)
-    add_add_sub(repository)
-    return repository
+    return build_streaming_repository(repository)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import explicit_control, wait_for
-from model_fixtures import add_add_sub, add_sub_infer_inputs, write_model
+from model_fixtures import add_sub_infer_inputs, write_model
 
 REQUESTS = 5
 LABELS = {"model": "add_sub", "version": "1"}
@@ -37,11 +37,9 @@ def _inputs(width: int = 16):
 
 
 @pytest.fixture
-def daemon(tmp_path, start_daemon):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
-    write_model(repository, "broken", "name: {")
-    return start_daemon(repository, *explicit_control("*"))
+def daemon(add_sub_repository, start_daemon):
+    write_model(add_sub_repository, "broken", "name: {")
+    return start_daemon(add_sub_repository, *explicit_control("*"))
 
 
 def test_metrics_count_the_requests_made_over_http(daemon):

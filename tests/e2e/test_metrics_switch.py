@@ -16,7 +16,7 @@ import numpy as np
 import tritonclient.http as httpclient
 
 from daemon_process import explicit_control
-from model_fixtures import add_add_sub, add_sub_infer_inputs
+from model_fixtures import add_sub_infer_inputs
 
 _SOCKET = re.compile(r"socket:\[(\d+)\]")
 _TCP_LISTEN = "0A"
@@ -57,11 +57,11 @@ def infer_add_sub(url: str) -> np.ndarray:
         return client.infer("add_sub", inputs).as_numpy("OUTPUT0")
 
 
-def test_daemon_without_metrics_binds_no_metrics_port_and_still_serves(tmp_path, start_daemon):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
+def test_daemon_without_metrics_binds_no_metrics_port_and_still_serves(
+    add_sub_repository, start_daemon
+):
     daemon = start_daemon(
-        repository,
+        add_sub_repository,
         *explicit_control("add_sub"),
         "--allow-metrics",
         "false",
@@ -82,12 +82,10 @@ def test_daemon_without_metrics_binds_no_metrics_port_and_still_serves(tmp_path,
 
 
 def test_metrics_address_keeps_metrics_on_loopback_while_the_host_is_every_address(
-    tmp_path, start_daemon
+    add_sub_repository, start_daemon
 ):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
     daemon = start_daemon(
-        repository,
+        add_sub_repository,
         *explicit_control("add_sub"),
         "--host",
         "0.0.0.0",
@@ -108,16 +106,20 @@ def test_metrics_address_keeps_metrics_on_loopback_while_the_host_is_every_addre
         assert "nv_inference_request_success" in reply.read().decode()
 
 
-def test_daemon_without_metrics_tells_systemd_it_is_ready(tmp_path, start_daemon):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
+def test_daemon_without_metrics_tells_systemd_it_is_ready(
+    tmp_path, start_daemon, add_sub_repository
+):
     address = str(tmp_path / "notify.sock")
     supervisor = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     supervisor.bind(address)
     supervisor.settimeout(30)
     try:
         daemon = start_daemon(
-            repository, "--allow-metrics", "false", wait_ready=False, env={"NOTIFY_SOCKET": address}
+            add_sub_repository,
+            "--allow-metrics",
+            "false",
+            wait_ready=False,
+            env={"NOTIFY_SOCKET": address},
         )
         assert supervisor.recv(4096).decode() == "READY=1"
         assert daemon.is_ready()

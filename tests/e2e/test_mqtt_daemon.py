@@ -124,11 +124,9 @@ def test_subscriber_sees_status_model_events_and_lane_results(
         )
 
 
-def test_last_will_says_offline_after_sigkill(tmp_path, mosquitto, device_id):
-    repository = tmp_path / "models"
-    add_add_sub(repository)
+def test_last_will_says_offline_after_sigkill(tmp_path, mosquitto, device_id, add_sub_repository):
     daemon = DaemonProcess(
-        repository,
+        add_sub_repository,
         tmp_path / "daemon.log",
         daemon_mqtt_flags(mosquitto.url, device_id, tmp_path / "s"),
     )
@@ -147,17 +145,15 @@ def test_last_will_says_offline_after_sigkill(tmp_path, mosquitto, device_id):
 
 @pytest.mark.private_broker
 def test_sigkill_while_the_broker_is_down_loses_nothing_written_and_reuses_no_identity(
-    tmp_path, mosquitto, device_id
+    tmp_path, mosquitto, device_id, add_sub_repository
 ):
-    repository = tmp_path / "models"
-    add_add_sub(repository)
     spool = tmp_path / "spool.sqlite"
     args = [
         *daemon_mqtt_flags(mosquitto.url, device_id, spool),
         *explicit_control("add_sub"),
     ]
     with Subscriber(mosquitto, f"edgebox/{device_id}/events") as subscriber:
-        first = DaemonProcess(repository, tmp_path / "first.log", args).start()
+        first = DaemonProcess(add_sub_repository, tmp_path / "first.log", args).start()
         subscriber.wait_for(lambda ms: ms, what="the first run's events")
         mosquitto.stop()
         for _ in range(3):
@@ -174,7 +170,7 @@ def test_sigkill_while_the_broker_is_down_loses_nothing_written_and_reuses_no_id
     mosquitto.restart()
     with (
         Subscriber(mosquitto, f"edgebox/{device_id}/events") as subscriber,
-        DaemonProcess(repository, tmp_path / "second.log", args),
+        DaemonProcess(add_sub_repository, tmp_path / "second.log", args),
     ):
         subscriber.wait_for(
             lambda ms: len(add_sub_states(ms, device_id)) >= 7,
@@ -240,13 +236,13 @@ def test_an_opted_in_model_publishes_its_http_and_grpc_answers(tmp_path, mosquit
         assert document["outputs"]["OUTPUT1"] == (a - b).tolist()
 
 
-def test_a_version_swap_in_poll_mode_is_two_events(tmp_path, mosquitto, device_id):
-    repository = tmp_path / "models"
-    add_add_sub(repository)
+def test_a_version_swap_in_poll_mode_is_two_events(
+    tmp_path, mosquitto, device_id, add_sub_repository
+):
     with (
         Subscriber(mosquitto, f"edgebox/{device_id}/events") as subscriber,
         DaemonProcess(
-            repository,
+            add_sub_repository,
             tmp_path / "daemon.log",
             [
                 *daemon_mqtt_flags(mosquitto.url, device_id, tmp_path / "spool"),
@@ -256,7 +252,7 @@ def test_a_version_swap_in_poll_mode_is_two_events(tmp_path, mosquitto, device_i
         ),
     ):
         subscriber.wait_for(lambda ms: ms, what="the first events")
-        add_add_sub(repository, versions=(2,))
+        add_add_sub(add_sub_repository, versions=(2,))
 
         def swap(messages):
             states = [
