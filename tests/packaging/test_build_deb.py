@@ -174,14 +174,29 @@ def test_dashboard_assets_are_inside_and_load_nothing_from_elsewhere(unpacked):
         assert not re.search(r"(src|href)=[\"']?(https?:)?//", text), template.name
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
-                    reason="cuts the network with unshare -n, which needs root")
-@pytest.mark.skipif(
+_NEEDS_ROOT_AND_UNSHARE = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare"),
+    reason="cuts the network with unshare -n, which needs root",
+)
+_NEEDS_DEBIAN_12_PYTHON = pytest.mark.skipif(
     not Path("/usr/bin/python3").exists()
-    or subprocess.run(["/usr/bin/python3", "-c", "import sys; assert sys.version_info[:2] == (3, 11)"],
-                      check=False, timeout=30).returncode != 0,
+    or subprocess.run(
+        ["/usr/bin/python3", "-c", "import sys; assert sys.version_info[:2] == (3, 11)"],
+        check=False,
+        timeout=30,
+    ).returncode
+    != 0,
     reason="the amd64 package's wheelhouse is for /usr/bin/python3 3.11 (Debian 12)",
 )
+
+
+def offline_install_on_debian_12(test):
+    """Marks a test that installs the amd64 package's wheelhouse with the
+    network cut: it needs root, ``unshare`` and Debian 12's python3."""
+    return _NEEDS_ROOT_AND_UNSHARE(_NEEDS_DEBIAN_12_PYTHON(test))
+
+
+@offline_install_on_debian_12
 def test_wheelhouse_installs_edgebox_with_the_network_cut(unpacked, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(venv)],
@@ -257,14 +272,7 @@ def test_onnxruntime_wheel_for_another_target_stops_the_build(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
-                    reason="cuts the network with unshare -n, which needs root")
-@pytest.mark.skipif(
-    not Path("/usr/bin/python3").exists()
-    or subprocess.run(["/usr/bin/python3", "-c", "import sys; assert sys.version_info[:2] == (3, 11)"],
-                      check=False, timeout=30).returncode != 0,
-    reason="the amd64 package's wheelhouse is for /usr/bin/python3 3.11 (Debian 12)",
-)
+@offline_install_on_debian_12
 def test_postinst_builds_the_virtualenv_with_the_network_cut(deb, unpacked, tmp_path):
     """The package's own build_venv, its paths moved under tmp_path."""
     control = tmp_path / "control"
