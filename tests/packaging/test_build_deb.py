@@ -243,14 +243,19 @@ def fake_onnxruntime_gpu(folder: Path, tag: str) -> Path:
     return path
 
 
-def test_onnxruntime_wheel_replaces_the_cpu_build(tmp_path):
-    wheel = fake_onnxruntime_gpu(tmp_path, "cp311-cp311-linux_x86_64")
-    result = subprocess.run(
+def build_amd64_with(wheel: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """build_deb.sh for amd64 and Python 3.11 with ``--onnxruntime-wheel``."""
+    return subprocess.run(
         [str(ROOT / "scripts" / "build_deb.sh"), "--arch", "amd64", "--python", "3.11",
-         "--onnxruntime-wheel", str(wheel), "--out", str(tmp_path / "out")],
+         "--onnxruntime-wheel", str(wheel), "--out", str(out)],
         env={**os.environ, "PYTHON": sys.executable},
         capture_output=True, text=True, timeout=300,
-    )
+    )  # fmt: skip
+
+
+def test_onnxruntime_wheel_replaces_the_cpu_build(tmp_path):
+    wheel = fake_onnxruntime_gpu(tmp_path, "cp311-cp311-linux_x86_64")
+    result = build_amd64_with(wheel, tmp_path / "out")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     (package,) = (tmp_path / "out").glob("edgebox_*_amd64.deb")
     wheels = wheelhouse_of(package)
@@ -261,12 +266,7 @@ def test_onnxruntime_wheel_replaces_the_cpu_build(tmp_path):
 
 def test_onnxruntime_wheel_for_another_target_stops_the_build(tmp_path):
     wheel = fake_onnxruntime_gpu(tmp_path, "cp310-cp310-linux_aarch64")
-    result = subprocess.run(
-        [str(ROOT / "scripts" / "build_deb.sh"), "--arch", "amd64", "--python", "3.11",
-         "--onnxruntime-wheel", str(wheel), "--out", str(tmp_path / "out")],
-        env={**os.environ, "PYTHON": sys.executable},
-        capture_output=True, text=True, timeout=300,
-    )
+    result = build_amd64_with(wheel, tmp_path / "out")
     assert result.returncode != 0
     assert f"{wheel.name} is not a supported wheel on this platform" in result.stderr
     assert not (tmp_path / "out").exists()
