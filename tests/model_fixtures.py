@@ -65,6 +65,23 @@ class TritonPythonModel:
 """A model.py for ``PYTHON_XY_CONFIG`` that answers Y = X."""
 
 
+TIMES_TEN_IN_PLACE_MODEL = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
+            x *= 10
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x)]))
+        return responses
+"""
+"""OUT = 10 * IN, written into IN's own array, as a model may under Triton
+(where each model gets its own copy of its inputs)."""
+
+
 def write_model(
     repository: Path, name: str, config: str, files: dict[str, str | bytes] | None = None
 ) -> Path:

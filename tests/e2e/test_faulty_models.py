@@ -16,7 +16,7 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import write_model
+from model_fixtures import TIMES_TEN_IN_PLACE_MODEL, write_model
 
 REUSED_BUFFER_CONFIG = """
 name: "reused_buffer"
@@ -126,21 +126,6 @@ backend: "python"
 max_batch_size: 0
 input [ {{ name: "IN" data_type: TYPE_FP32 dims: [ 4 ] }} ]
 output [ {{ name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] }} ]
-"""
-
-# In place, as a model may under Triton, where each step gets its own copy.
-TIMES_TEN_IN_PLACE_MODEL = """
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
-            x *= 10
-            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x)]))
-        return responses
 """
 
 IDENTITY_MODEL = """

@@ -96,6 +96,25 @@ def index_entry(url: str, model: str) -> dict:
     return next(e for e in entries if e["name"] == model and e.get("version") == "1")
 
 
+def failed_restart(daemon) -> dict:
+    """crashy's index entry once a restart failed (while the test holds it)."""
+    return wait_for(
+        lambda: "restart failed" in (e := index_entry(daemon.url, "crashy"))["reason"] and e,
+        timeout_s=30,
+        what="the failed restart in the repository index",
+    )
+
+
+def release_crashy(daemon, repository: Path) -> None:
+    """Lets crashy start again and waits until it is READY."""
+    (repository / "crashy" / "hold").unlink()
+    wait_for(
+        lambda: index_entry(daemon.url, "crashy")["state"] == "READY",
+        timeout_s=60,
+        what="the restarted model to be READY",
+    )
+
+
 def model_processes(daemon_pid: int) -> list[int]:
     """The daemon's children running an isolated model."""
     pids = []
@@ -131,11 +150,7 @@ def test_a_crashing_isolated_model_fails_alone_and_comes_back(start_daemon, repo
         )
         np.testing.assert_array_equal(infer(client, "steady", 1, 2), [2, 3])
 
-        down = wait_for(
-            lambda: "restart failed" in (e := index_entry(daemon.url, "crashy"))["reason"] and e,
-            timeout_s=30,
-            what="the failed restart in the repository index",
-        )
+        down = failed_restart(daemon)
         assert down["state"] == "UNAVAILABLE"
         assert down["reason"].startswith(
             "instance 'crashy_0_0': python model process exited with code 3; restart failed: "
@@ -149,12 +164,7 @@ def test_a_crashing_isolated_model_fails_alone_and_comes_back(start_daemon, repo
             "exited with code 3 and is being restarted; retry later"
         )
 
-        (repository / "crashy" / "hold").unlink()
-        wait_for(
-            lambda: index_entry(daemon.url, "crashy")["state"] == "READY",
-            timeout_s=60,
-            what="the restarted model to be READY",
-        )
+        release_crashy(daemon, repository)
         np.testing.assert_array_equal(infer(client, "crashy", 3, 4), [6, 8])
         assert index_entry(daemon.url, "crashy")["reason"] == (
             "runs in its own process (memory limit: 600 MB)"
@@ -182,22 +192,13 @@ def test_a_model_past_its_memory_limit_is_stopped_and_reported(start_daemon, rep
             "(model.py line 19); the python model process reached its memory limit of 600 MB "
             "and is being restarted"
         )
-        reported = wait_for(
-            lambda: "restart failed" in (e := index_entry(daemon.url, "crashy"))["reason"] and e,
-            timeout_s=30,
-            what="the memory limit in the repository index",
-        )
+        reported = failed_restart(daemon)
         assert reported["state"] == "UNAVAILABLE"
         assert reported["reason"].startswith(
             "instance 'crashy_0_0': python model process reached its memory limit of 600 MB; "
             "restart failed: "
         )
-        (repository / "crashy" / "hold").unlink()
-        wait_for(
-            lambda: index_entry(daemon.url, "crashy")["state"] == "READY",
-            timeout_s=60,
-            what="the restarted model to be READY",
-        )
+        release_crashy(daemon, repository)
         np.testing.assert_array_equal(infer(client, "crashy", 1, 1), [2, 2])
         processes = model_processes(daemon.process.pid)
         assert len(processes) == 1
