@@ -29,6 +29,73 @@ output [
 """
 
 
+PYTHON_BACKEND = 'backend: "python"'
+ONE_CPU_INSTANCE = "instance_group [ { kind: KIND_CPU count: 1 } ]"
+
+TensorSpecs = dict[str, tuple[str, list[int]]]
+"""Tensor name -> (Triton data type without ``TYPE_``, dims), in config order."""
+
+
+def _tensors(kind: str, specs: TensorSpecs) -> str:
+    entries = [
+        f'{{ name: "{name}" data_type: TYPE_{data_type} dims: [ {", ".join(map(str, dims))} ] }}'
+        for name, (data_type, dims) in specs.items()
+    ]
+    if len(entries) == 1:
+        return f"{kind} [ {entries[0]} ]"
+    return f"{kind} [\n" + ",\n".join(f"  {entry}" for entry in entries) + "\n]"
+
+
+def model_config(
+    name: str,
+    runtime: str,
+    inputs: TensorSpecs,
+    outputs: TensorSpecs,
+    max_batch_size: int | None = 0,
+    extra: str = "",
+) -> str:
+    """A config.pbtxt as the tests write them: ``runtime`` is its ``backend``
+    or ``platform`` line (``PYTHON_BACKEND``), ``extra`` any fields after the
+    tensors; no ``max_batch_size`` line where it is None."""
+    lines = [f'name: "{name}"', runtime]
+    if max_batch_size is not None:
+        lines.append(f"max_batch_size: {max_batch_size}")
+    lines += [_tensors("input", inputs), _tensors("output", outputs)]
+    if extra:
+        lines.append(extra.strip())
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def add_sub_tensors(data_type: str = "FP32") -> tuple[TensorSpecs, TensorSpecs]:
+    """add_sub's inputs and outputs (INPUT0, INPUT1 -> OUTPUT0 = sum,
+    OUTPUT1 = difference, each [16]) in ``data_type``: Triton's ``simple``."""
+    spec = (data_type, [16])
+    return {"INPUT0": spec, "INPUT1": spec}, {"OUTPUT0": spec, "OUTPUT1": spec}
+
+
+def ensemble_config(
+    name: str,
+    inputs: TensorSpecs,
+    outputs: TensorSpecs,
+    steps: list[tuple[str, dict[str, str], dict[str, str]]],
+    max_batch_size: int = 0,
+) -> str:
+    """An ensemble's config.pbtxt; each step is (model, {its input: ensemble
+    tensor}, {its output: ensemble tensor}), the latest version of the model."""
+    blocks = []
+    for model, input_map, output_map in steps:
+        maps = [f'input_map {{ key: "{k}" value: "{v}" }}' for k, v in input_map.items()]
+        maps += [f'output_map {{ key: "{k}" value: "{v}" }}' for k, v in output_map.items()]
+        body = "\n".join(
+            f"      {line}" for line in [f'model_name: "{model}"', "model_version: -1", *maps]
+        )
+        blocks.append(f"    {{\n{body}\n    }}")
+    scheduling = "ensemble_scheduling {\n  step [\n" + ",\n".join(blocks) + "\n  ]\n}"
+    return model_config(
+        name, 'platform: "ensemble"', inputs, outputs, max_batch_size, extra=scheduling
+    )
+
+
 def add_sub_json_config(name: str | None = "add_sub", max_batch_size: int = 8) -> dict:
     """``ADD_SUB_CONFIG`` as the JSON a load request's ``config`` parameter
     carries (without ``name`` where ``name`` is None); a new dict each call."""

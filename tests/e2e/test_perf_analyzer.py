@@ -16,22 +16,10 @@ from pathlib import Path
 import pytest
 
 from daemon_process import DaemonProcess
-from model_fixtures import write_model
+from model_fixtures import PYTHON_BACKEND, add_sub_tensors, model_config, write_model
 from scripts.perf_analyzer import DEFAULT_HOME, PerfAnalyzer
 
-SIMPLE_CONFIG = """
-name: "simple"
-backend: "python"
-max_batch_size: 8
-input [
-  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-output [
-  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-"""
+SIMPLE_CONFIG = model_config("simple", PYTHON_BACKEND, *add_sub_tensors("INT32"), max_batch_size=8)
 """Triton's ``simple`` example model (sum and difference), which perf_analyzer's
 documentation runs against; a python model here."""
 

@@ -13,14 +13,11 @@ import tritonclient.http as httpclient
 from prometheus_client.parser import text_string_to_metric_families
 
 from daemon_process import explicit_control, wait_for
-from model_fixtures import write_model
+from model_fixtures import PYTHON_BACKEND, model_config, write_model
 
-CONFIG = """
-name: "counting"
-backend: "python"
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
-"""
+CONFIG = model_config(
+    "counting", PYTHON_BACKEND, {"IN": ("FP32", [-1])}, {"OUT": ("FP32", [-1])}, max_batch_size=None
+)
 ISOLATED = """
 instance_group [ { count: 2 kind: KIND_CPU } ]
 parameters { key: "EDGEBOX_ISOLATION" value: { string_value: "process" } }

@@ -17,25 +17,22 @@ import tritonclient.http.aio as httpaio
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import explicit_control
-from model_fixtures import add_sub_infer_inputs, copy_demo_repository, write_model
+from model_fixtures import (
+    PYTHON_BACKEND,
+    add_sub_infer_inputs,
+    add_sub_tensors,
+    copy_demo_repository,
+    model_config,
+    write_model,
+)
 
 CALLBACK_TIMEOUT_S = 30
 
 # Two BYTES inputs holding decimal integers, answered as their sum and
 # difference in decimal text: the shape of Triton's `simple_string` model.
-STRING_MODEL = """
-name: "simple_string"
-backend: "python"
-max_batch_size: 8
-input [
-  { name: "INPUT0" data_type: TYPE_STRING dims: [ 16 ] },
-  { name: "INPUT1" data_type: TYPE_STRING dims: [ 16 ] }
-]
-output [
-  { name: "OUTPUT0" data_type: TYPE_STRING dims: [ 16 ] },
-  { name: "OUTPUT1" data_type: TYPE_STRING dims: [ 16 ] }
-]
-"""
+STRING_MODEL = model_config(
+    "simple_string", PYTHON_BACKEND, *add_sub_tensors("STRING"), max_batch_size=8
+)
 
 STRING_MODEL_PY = """
 import numpy as np
@@ -67,13 +64,7 @@ class TritonPythonModel:
 
 # A model slower than the client is willing to wait: what the examples'
 # client_timeout option guards against.
-SLOW_MODEL = """
-name: "slow"
-backend: "python"
-max_batch_size: 0
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]
-"""
+SLOW_MODEL = model_config("slow", PYTHON_BACKEND, {"IN": ("FP32", [1])}, {"OUT": ("FP32", [1])})
 
 SLOW_MODEL_PY = """
 import time
