@@ -175,8 +175,15 @@ def add_python_xy(
     return write_model(repository, name, config, {"1/model.py": model_py})
 
 
-def add_add_sub(repository: Path, name: str = "add_sub", versions: tuple[int, ...] = (1,)) -> Path:
-    model_dir = write_model(repository, name, ADD_SUB_CONFIG.format(name=name))
+def add_add_sub(
+    repository: Path,
+    name: str = "add_sub",
+    versions: tuple[int, ...] = (1,),
+    config_extra: str = "",
+) -> Path:
+    """The ONNX add_sub as ``name`` (``ADD_SUB_CONFIG`` with ``config_extra``
+    appended), one built model.onnx per version."""
+    model_dir = write_model(repository, name, ADD_SUB_CONFIG.format(name=name) + config_extra)
     for version in versions:
         build_add_sub(model_dir / str(version) / "model.onnx")
     return model_dir
