@@ -1,3 +1,9 @@
+"""Fixtures for every folder: ``start_daemon`` (the real daemon, one per call,
+stopped at teardown), the ``stack`` of tests/inprocess_stack.py, and a real
+mosquitto: ``mosquitto``, started once per session and shared, and
+``device_id``, which keeps each test's topics, retained messages and client
+ids apart from the others'. The e2e module daemons are in tests/e2e/conftest.py."""
+
 from __future__ import annotations
 
 import uuid
@@ -10,15 +16,6 @@ from mosquitto_broker import MosquittoBroker, SharedBroker, mosquitto_installed
 pytest_plugins = ["inprocess_stack"]
 
 
-@pytest.fixture
-def start_daemon(tmp_path):
-    """Start the real daemon on a repository; every daemon started is stopped
-    at teardown and must exit with status 0."""
-    daemons = StartedDaemons(tmp_path)
-    yield daemons
-    daemons.stop_all()
-
-
 def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers",
@@ -29,6 +26,15 @@ def pytest_configure(config) -> None:
         "private_broker: the test stops, restarts or kills its mosquitto, so `mosquitto` "
         "is one of its own rather than the session's",
     )
+
+
+@pytest.fixture
+def start_daemon(tmp_path):
+    """Start the real daemon on a repository; every daemon started is stopped
+    at teardown and must exit with status 0."""
+    daemons = StartedDaemons(tmp_path)
+    yield daemons
+    daemons.stop_all()
 
 
 def _require_mosquitto() -> None:

@@ -70,7 +70,8 @@ def daemon_args(request) -> Sequence[str]:
 
 @pytest.fixture(scope="module")
 def daemon_env() -> dict[str, str]:
-    """Environment variables for the daemon (``EDGEBOX_*`` from the test's own environment are dropped)."""
+    """Variables for the daemon's environment, which keeps none of the test's
+    own ``EDGEBOX_*`` variables."""
     return {}
 
 
@@ -91,11 +92,13 @@ def daemon(start_module_daemon, repository, daemon_args, daemon_env) -> DaemonPr
 
 @pytest.fixture
 def http_client(daemon) -> httpclient.InferenceServerClient:
+    """tritonclient.http connected to the module's daemon, closed after the test."""
     with httpclient.InferenceServerClient(daemon.url) as client:
         yield client
 
 
 @pytest.fixture
 def grpc_client(daemon) -> grpcclient.InferenceServerClient:
+    """tritonclient.grpc connected to the module's daemon, closed after the test."""
     with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
         yield client
