@@ -16,6 +16,13 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+
+def explicit_control(*loaded: str) -> list[str]:
+    """Flags for explicit model control, loading ``loaded`` at start (``"*"``:
+    every model in the repository, as Triton's ``--load-model=*``)."""
+    return ["--model-control-mode", "explicit", *(f for m in loaded for f in ("--load-model", m))]
+
+
 _LISTENING = re.compile(r"HTTP service listening on [^\s:]+:(\d+)")
 _GRPC_LISTENING = re.compile(r"GRPC service listening on [^\s:]+:(\d+)")
 _METRICS_LISTENING = re.compile(r"Metrics service listening on [^\s:]+:(\d+)")
@@ -187,3 +194,26 @@ class DaemonProcess:
                 ) from None
         self._log.close()
         return self.process.returncode
+
+
+class StartedDaemons:
+    """``start(repository, *flags, wait_ready=True, env=None)`` starts a daemon
+    with its log in ``folder``; ``stop_all()`` stops every one started, each of
+    which must have exited 0. The ``start_daemon`` fixtures hand one out."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.started: list[DaemonProcess] = []
+
+    def __call__(
+        self, repository: Path, *args: str, wait_ready: bool = True, env: dict | None = None
+    ) -> DaemonProcess:
+        log_path = self.folder / f"daemon-{len(self.started)}.log"
+        daemon = DaemonProcess(repository, log_path, list(args), env)
+        self.started.append(daemon)
+        return daemon.start(wait_ready=wait_ready)
+
+    def stop_all(self) -> None:
+        codes = [(daemon, daemon.stop()) for daemon in self.started]
+        for daemon, code in codes:
+            assert code == 0, f"daemon exited with {code}:\n{daemon.log()}"

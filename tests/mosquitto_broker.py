@@ -6,8 +6,11 @@
   CLI in the work folder; the TLS listener requires the client certificate.
 - ``Subscriber``: a paho-mqtt 2.x client on its own network thread that
   records every message it receives.
+- ``SharedBroker``: the session's mosquitto as one test sees it, which it
+  may not stop, restart or kill.
 - ``SilentBroker``: a TCP listener that accepts and never answers, the broker
   that hangs a client in CONNECT.
+- ``daemon_mqtt_flags``: the daemon's flags for publishing to a broker.
 
 Everything binds 127.0.0.1 only and waits against deadlines, never sleeps.
 """
@@ -31,8 +34,10 @@ from scripts.demo_broker import BrokerTls, LocalMosquitto, mosquitto_installed
 __all__ = [
     "MosquittoBroker",
     "ReceivedMessage",
+    "SharedBroker",
     "SilentBroker",
     "Subscriber",
+    "daemon_mqtt_flags",
     "mosquitto_installed",
 ]
 
@@ -122,6 +127,29 @@ class MosquittoBroker(LocalMosquitto):
             "-extfile", config, "-extensions", role, "-out", cert,
         )  # fmt: skip
         return key, cert
+
+
+class SharedBroker:
+    """The session's broker, handed to one test: everything a ``MosquittoBroker``
+    offers but stopping it, restarting it or killing it, which would pull it
+    from under the tests after this one. A test that does that is marked
+    ``@pytest.mark.private_broker`` and gets a mosquitto of its own."""
+
+    def __init__(self, broker: MosquittoBroker) -> None:
+        self._broker = broker
+
+    def __getattr__(self, name: str):
+        if name in ("stop", "restart", "kill", "start"):
+            raise AttributeError(
+                f"'{name}' on the session's shared mosquitto: mark the test "
+                "@pytest.mark.private_broker to get a broker of its own"
+            )
+        return getattr(self._broker, name)
+
+
+def daemon_mqtt_flags(url: str, device_id: str, spool: Path) -> list[str]:
+    """``edgebox serve`` flags publishing to ``url`` as ``device_id``, spooling in ``spool``."""
+    return ["--mqtt-url", url, "--mqtt-device-id", device_id, "--mqtt-spool-path", str(spool)]
 
 
 def _openssl(*args: object) -> None:

@@ -13,7 +13,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from model_fixtures import write_model
+from model_fixtures import (
+    ONE_CPU_INSTANCE,
+    PYTHON_BACKEND,
+    add_sub_tensors,
+    ensemble_config,
+    model_config,
+    write_model,
+)
 from sequence_models import write_sequence_py
 
 ADD_SUB = """
@@ -38,39 +45,17 @@ class TritonPythonModel:
         return responses
 """
 
-ADD_SUB_CONFIG = """
-name: "add_sub_py"
-backend: "python"
-max_batch_size: 8
-input [
-  { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
-  { name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] }
-]
-output [
-  { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] },
-  { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] }
-]
-instance_group [ { kind: KIND_CPU count: 1 } ]
-"""
+ADD_SUB_CONFIG = model_config(
+    "add_sub_py", PYTHON_BACKEND, *add_sub_tensors(), max_batch_size=8, extra=ONE_CPU_INSTANCE
+)
 
-DOUBLE_CONFIG = """
-name: "double"
-platform: "ensemble"
-max_batch_size: 8
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ 16 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 16 ] } ]
-ensemble_scheduling {
-  step [
-    {
-      model_name: "add_sub_py"
-      model_version: -1
-      input_map { key: "INPUT0" value: "IN" }
-      input_map { key: "INPUT1" value: "IN" }
-      output_map { key: "OUTPUT0" value: "OUT" }
-    }
-  ]
-}
-"""
+DOUBLE_CONFIG = ensemble_config(
+    "double",
+    {"IN": ("FP32", [16])},
+    {"OUT": ("FP32", [16])},
+    [("add_sub_py", {"INPUT0": "IN", "INPUT1": "IN"}, {"OUTPUT0": "OUT"})],
+    max_batch_size=8,
+)
 
 
 ANSWERS_ERROR = """
@@ -91,33 +76,21 @@ class TritonPythonModel:
         return responses
 """
 
-ANSWERS_ERROR_CONFIG = """
-name: "answers_error"
-backend: "python"
-max_batch_size: 0
-input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
-instance_group [ { kind: KIND_CPU count: 1 } ]
-"""
+ANSWERS_ERROR_CONFIG = model_config(
+    "answers_error",
+    PYTHON_BACKEND,
+    {"IN": ("INT32", [1])},
+    {"OUT": ("INT32", [1])},
+    extra=ONE_CPU_INSTANCE,
+)
 
 
-ERROR_STEP_CONFIG = """
-name: "error_step"
-platform: "ensemble"
-max_batch_size: 0
-input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
-ensemble_scheduling {
-  step [
-    {
-      model_name: "answers_error"
-      model_version: -1
-      input_map { key: "IN" value: "IN" }
-      output_map { key: "OUT" value: "OUT" }
-    }
-  ]
-}
-"""
+ERROR_STEP_CONFIG = ensemble_config(
+    "error_step",
+    {"IN": ("INT32", [1])},
+    {"OUT": ("INT32", [1])},
+    [("answers_error", {"IN": "IN"}, {"OUT": "OUT"})],
+)
 """An ensemble of ``answers_error`` alone: how a step's error counts on the ensemble."""
 
 

@@ -12,19 +12,18 @@ import argparse
 import dataclasses
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_helpers import run_edgebox
 from edgebox import __version__
 from edgebox.cli import build_parser, main
 from edgebox.commands.console import EXIT_CONFIG, EXIT_OK, EXIT_PROBLEMS
 from edgebox.commands.setting_flags import add_setting_flags
 from edgebox.settings import SECTIONS, Settings, load_settings
 from edgebox.settings import loader as settings_module
-from model_fixtures import ADD_SUB_CONFIG, REPO_ROOT, add_add_sub, write_model
+from model_fixtures import ADD_SUB_CONFIG, add_add_sub, write_model
 from scripts.onnx_builders import build_add_sub
 
 PIPELINE_CONFIG = """
@@ -48,18 +47,6 @@ ensemble_scheduling {
   ]
 }
 """
-
-
-def run_edgebox(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEBOX_")}
-    return subprocess.run(
-        [sys.executable, "-m", "edgebox", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @pytest.fixture

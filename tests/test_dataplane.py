@@ -21,8 +21,7 @@ from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
 from edgebox.tensors import InferRequest, InferResponse, Tensor
 from fakes.response_sink import FakeResponseSink
-from model_fixtures import ADD_SUB_CONFIG, write_model
-from scripts.onnx_builders import build_add_sub
+from model_fixtures import add_add_sub
 
 CONFIG = """
 name: "m"
@@ -143,10 +142,7 @@ def test_a_scheduler_that_raises_still_ends_the_stream_with_one_final_error():
 
 @pytest.mark.parametrize("batching", ["", "dynamic_batching { }"])
 def test_an_ordinary_model_sends_exactly_one_final_response(stack, batching):
-    model_dir = write_model(
-        stack.manager.repository, "add_sub", ADD_SUB_CONFIG.format(name="add_sub") + batching
-    )
-    build_add_sub(model_dir / "1" / "model.onnx")
+    add_add_sub(stack.manager.repository, config_extra=batching)
     stack.manager.load_model("add_sub")
     data = np.arange(16, dtype=np.float32).reshape(1, 16)
     inputs = [Tensor("INPUT0", "FP32", data), Tensor("INPUT1", "FP32", data)]

@@ -9,15 +9,7 @@ import pytest
 
 from edgebox.errors import InvalidArgument, Unsupported
 from edgebox.log_settings import LogSettings
-
-TRITON_DEFAULTS = {
-    "log_file": "",
-    "log_info": True,
-    "log_warning": True,
-    "log_error": True,
-    "log_verbose_level": 0,
-    "log_format": "default",
-}
+from triton_answers import LOG_DEFAULTS as TRITON_DEFAULTS
 
 
 @pytest.fixture

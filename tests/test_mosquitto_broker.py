@@ -24,18 +24,17 @@ def _publish(broker: MosquittoBroker, topic: str, payload: bytes, retain: bool =
         client.loop_stop()
 
 
-def test_plain_broker_round_trip(mosquitto):
+def test_plain_broker_round_trip(mosquitto, device_id):
+    status = f"edgebox/{device_id}/status"
     assert mosquitto.url == f"mqtt://127.0.0.1:{mosquitto.port}"
-    with Subscriber(mosquitto, "edgebox/#") as subscriber:
-        _publish(mosquitto, "edgebox/dev/status", b"online", retain=True)
+    with Subscriber(mosquitto, f"edgebox/{device_id}/#") as subscriber:
+        _publish(mosquitto, status, b"online", retain=True)
         _publish(mosquitto, "other/topic", b"ignored")
-        subscriber.wait_for(lambda messages: messages, what="edgebox/dev/status")
-        assert subscriber.messages() == [ReceivedMessage("edgebox/dev/status", b"online", False)]
-    with Subscriber(mosquitto, "edgebox/+/status") as late:
+        subscriber.wait_for(lambda messages: messages, what=status)
+        assert subscriber.messages() == [ReceivedMessage(status, b"online", False)]
+    with Subscriber(mosquitto, f"+/{device_id}/status") as late:
         late.wait_for(lambda messages: messages, what="the retained status")
-        assert late.messages("edgebox/#") == [
-            ReceivedMessage("edgebox/dev/status", b"online", True)
-        ]
+        assert late.messages("edgebox/#") == [ReceivedMessage(status, b"online", True)]
 
 
 def test_tls_broker_round_trip_with_client_certificate(tmp_path):
@@ -82,6 +81,7 @@ def test_users_right_password_connects_wrong_is_not_authorized(tmp_path, protoco
             Subscriber(broker, protocol=protocol).connect()
 
 
+@pytest.mark.private_broker
 def test_restart_keeps_the_port_and_kill_closes_it(mosquitto):
     port = mosquitto.port
     with Subscriber(mosquitto, "#"):

@@ -8,10 +8,7 @@ passed explicitly.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
-import itertools
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ import pytest
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.settings import Settings, SettingsError, load_settings
 from edgebox.settings import loader as settings_module
+from field_docstrings import documented_fields
 
 
 @pytest.fixture(autouse=True)
@@ -141,16 +139,7 @@ def test_settings_are_frozen() -> None:
 
 
 def test_every_setting_has_a_docstring() -> None:
-    tree = ast.parse(inspect.getsource(Settings))
-    body = tree.body[0].body
-    documented = {
-        node.target.id
-        for node, after in itertools.pairwise(body)
-        if isinstance(node, ast.AnnAssign)
-        and isinstance(after, ast.Expr)
-        and isinstance(after.value, ast.Constant)
-        and isinstance(after.value.value, str)
-    }
+    documented = documented_fields(Settings)
     assert documented == {field.name for field in dataclasses.fields(Settings)}
 
 

@@ -6,15 +6,7 @@ import pytest
 
 from edgebox.errors import InvalidArgument, Unsupported
 from edgebox.trace_settings import TraceSettings
-
-TRITON_DEFAULTS = {
-    "trace_level": ["OFF"],
-    "trace_rate": "1000",
-    "trace_count": "-1",
-    "log_frequency": "0",
-    "trace_file": "",
-    "trace_mode": "triton",
-}
+from triton_answers import TRACE_DEFAULTS as TRITON_DEFAULTS
 
 
 def test_defaults_are_tritons_for_the_server_and_every_model():

@@ -4,8 +4,6 @@ channel, so statistics count the request as Triton 2.51 does: a success."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
@@ -13,22 +11,12 @@ from daemon_process import wait_for
 from edgebox.backends.python.isolated_messages import error_from_header, error_header
 from edgebox.errors import EdgeboxError, InvalidArgument
 from edgebox.tensors import InferRequest, Tensor
+from fakes.response_sink import FakeStreamSink
 from model_fixtures import add_decoupled_repeat
 
 
-class Collected:
-    def __init__(self) -> None:
-        self.sends: list[tuple[object, bool]] = []
-        self.final = threading.Event()
-
-    def send(self, response, final: bool) -> None:
-        self.sends.append((response, final))
-        if final:
-            self.final.set()
-
-
-def stream(stack, mode: str) -> Collected:
-    sink = Collected()
+def stream(stack, mode: str) -> FakeStreamSink:
+    sink = FakeStreamSink()
     request = InferRequest(
         "repeat", [Tensor("IN", "INT32", np.array([3], np.int32))], parameters={"mode": mode}
     )

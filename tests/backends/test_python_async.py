@@ -19,6 +19,7 @@ from edgebox.backends.python.isolation import IsolationOptions
 from edgebox.repository.config import read_model_config
 from edgebox.tensors import InferRequest, InferResponse, Tensor
 from fakes import blocking_gate
+from fakes.response_sink import FakeStreamSink
 from model_fixtures import add_add_sub, write_model
 
 
@@ -267,6 +268,7 @@ import asyncio
 
 import triton_python_backend_utils as pb_utils
 from fakes import blocking_gate
+from fakes.response_sink import FakeStreamSink
 
 
 class TritonPythonModel:
@@ -291,17 +293,6 @@ class TritonPythonModel:
 """
 
 
-class Collected:
-    def __init__(self) -> None:
-        self.sends: list[tuple[object, bool]] = []
-        self.final = threading.Event()
-
-    def send(self, response, final: bool) -> None:
-        self.sends.append((response, final))
-        if final:
-            self.final.set()
-
-
 def test_two_requests_to_a_slow_async_model_in_flight_while_another_model_answers(
     stack, tmp_path
 ) -> None:
@@ -309,7 +300,7 @@ def test_two_requests_to_a_slow_async_model_in_flight_while_another_model_answer
     add_add_sub(tmp_path)
     stack.manager.load_model("slow")
     stack.manager.load_model("add_sub")
-    sinks = [Collected(), Collected()]
+    sinks = [FakeStreamSink(), FakeStreamSink()]
     for value, sink in zip((7, 8), sinks, strict=True):
         request = InferRequest("slow", [Tensor("IN", "INT32", np.array([value], np.int32))])
         threading.Thread(target=stack.dataplane.infer_stream, args=(request, sink)).start()

@@ -26,6 +26,7 @@ from edgebox.backends.python.instance import PythonInstance
 from edgebox.errors import EdgeboxError, ErrorCode, NotFound, Unavailable
 from edgebox.repository.config import read_model_config
 from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor
+from model_fixtures import TIMES_TEN_IN_PLACE_MODEL
 
 ADD_SUB_CONFIG = """
 backend: "python"
@@ -1131,23 +1132,8 @@ def test_fresh_outputs_and_the_requests_own_inputs_are_not_copied(load_model) ->
     np.testing.assert_array_equal(response.output("TAIL").data, [6, 9])
 
 
-IN_PLACE_MODEL = """
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
-            x *= 10
-            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x)]))
-        return responses
-"""
-
-
 def test_a_model_writing_into_a_shared_input_writes_into_its_own_copy(load_model) -> None:
-    model = load_model(IN_PLACE_MODEL, ECHO_CONFIG)
+    model = load_model(TIMES_TEN_IN_PLACE_MODEL, ECHO_CONFIG)
     shared = np.array([1, 2, 3], np.float32)
     read_only = shared.view()
     read_only.flags.writeable = False
@@ -1157,7 +1143,7 @@ def test_a_model_writing_into_a_shared_input_writes_into_its_own_copy(load_model
 
 
 def test_a_model_writing_into_its_own_input_is_not_given_a_copy(load_model) -> None:
-    model = load_model(IN_PLACE_MODEL, ECHO_CONFIG)
+    model = load_model(TIMES_TEN_IN_PLACE_MODEL, ECHO_CONFIG)
     owned = np.array([1, 2, 3], np.float32)
     (result,) = model.infer(InferRequest("m", inputs=[Tensor("IN", "FP32", owned)]))
     assert expect_response(result).output("OUT").data is owned

@@ -6,7 +6,6 @@ from ``execute`` or a thread it started, run through the in-process stack's
 from __future__ import annotations
 
 import logging
-import threading
 
 import numpy as np
 import pytest
@@ -20,21 +19,11 @@ from edgebox.repository.config import read_model_config
 from edgebox.responses import DecoupledUnary
 from edgebox.scheduling.decoupled import DecoupledScheduler
 from edgebox.tensors import InferRequest, InferResponse, Tensor
+from fakes.response_sink import FakeStreamSink
 from model_fixtures import add_decoupled_repeat, write_model
 
 
-class Collected:
-    """A sink that keeps every send; ``final`` is set at the final one."""
-
-    def __init__(self) -> None:
-        self.sends: list[tuple[object, bool]] = []
-        self.final = threading.Event()
-
-    def send(self, response, final: bool) -> None:
-        self.sends.append((response, final))
-        if final:
-            self.final.set()
-
+class Collected(FakeStreamSink):
     def values(self) -> list[int]:
         return [int(r.outputs[0].data[0]) for r, _ in self.sends if isinstance(r, InferResponse)]
 

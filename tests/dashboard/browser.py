@@ -19,9 +19,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+
+from daemon_process import wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -100,3 +104,32 @@ def console_errors(driver: WebDriver) -> list[str]:
     """The page's console messages at SEVERE level since the last call (script
     errors, CSP refusals, failed fetches), for tests that pin a clean console."""
     return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def texts(driver: WebDriver, selector: str) -> list[str]:
+    """The text of every element matching ``selector``; [] while the page
+    re-renders them under us."""
+    try:
+        return [element.text for element in driver.find_elements(By.CSS_SELECTOR, selector)]
+    except StaleElementReferenceException:
+        return []
+
+
+def logged_in(driver: WebDriver) -> bool:
+    """The page says a user is logged in; False while a page is loading
+    (the login form's submit lands on another page)."""
+    try:
+        body = driver.find_element(By.TAG_NAME, "body")
+        return body.get_attribute("data-logged-in") == "true"
+    except StaleElementReferenceException:
+        return False
+
+
+def log_in(driver: WebDriver, login_url: str, password: str) -> None:
+    """Opens ``login_url`` (the dashboard's /login, maybe with ``?next=``),
+    logs in as admin and waits for the page after it."""
+    driver.get(login_url)
+    driver.find_element(By.ID, "username").send_keys("admin")
+    driver.find_element(By.ID, "password").send_keys(password)
+    driver.find_element(By.ID, "login-submit").click()
+    wait_for(lambda: logged_in(driver), 10, what="the page after logging in")

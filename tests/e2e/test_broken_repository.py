@@ -12,7 +12,14 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import wait_for
-from model_fixtures import ADD_SUB_CONFIG, PYTHON_XY_CONFIG, add_add_sub, write_model
+from model_fixtures import (
+    ADD_SUB_CONFIG,
+    PYTHON_XY_CONFIG,
+    add_add_sub,
+    add_python_xy,
+    add_sub_infer_inputs,
+    write_model,
+)
 from scripts.onnx_builders import build_add_sub
 
 CRASHING_MODEL = """
@@ -54,32 +61,26 @@ class TritonPythonModel:
 
 
 @pytest.fixture(scope="module")
-def broken(tmp_path_factory):
-    from daemon_process import DaemonProcess
+def repository(repository, module_path):
+    add_add_sub(repository, "good_onnx")
+    add_python_xy(repository, "good_python", CRASHING_MODEL)
+    add_python_xy(repository, "hanging", HANGING_MODEL)
 
-    root = tmp_path_factory.mktemp("broken")
-    repo = root / "repo"
-    add_add_sub(repo, "good_onnx")
+    (repository / "no_config" / "1").mkdir(parents=True)
+    (repository / "no_config" / "1" / "weights.bin").write_bytes(b"\0")
     write_model(
-        repo, "good_python", PYTHON_XY_CONFIG.format(name="good_python"), {"1/model.py": CRASHING_MODEL}
-    )
-    write_model(repo, "hanging", PYTHON_XY_CONFIG.format(name="hanging"), {"1/model.py": HANGING_MODEL})
-
-    (repo / "no_config" / "1").mkdir(parents=True)
-    (repo / "no_config" / "1" / "weights.bin").write_bytes(b"\0")
-    write_model(
-        repo,
+        repository,
         "parse_error",
         'name: "parse_error"\nplatform: "onnxruntime_onnx"\ninput [ { name: "a" dims: [ 1 2 ] } ]\n',
     )
-    write_model(repo, "empty_version", ADD_SUB_CONFIG.format(name="empty_version"))
-    (repo / "empty_version" / "1").mkdir()
-    half = write_model(repo, "half_copied", ADD_SUB_CONFIG.format(name="half_copied"))
-    whole = build_add_sub(root / "whole.onnx").read_bytes()
+    write_model(repository, "empty_version", ADD_SUB_CONFIG.format(name="empty_version"))
+    (repository / "empty_version" / "1").mkdir()
+    half = write_model(repository, "half_copied", ADD_SUB_CONFIG.format(name="half_copied"))
+    whole = build_add_sub(module_path / "whole.onnx").read_bytes()
     (half / "1").mkdir()
     (half / "1" / "model.onnx").write_bytes(whole[: len(whole) // 2])
     write_model(
-        repo,
+        repository,
         "graphdef",
         """
         name: "graphdef"
@@ -91,7 +92,7 @@ def broken(tmp_path_factory):
         {"1/model.graphdef": b"\x00"},
     )
     write_model(
-        repo,
+        repository,
         "plan",
         """
         name: "plan"
@@ -103,19 +104,19 @@ def broken(tmp_path_factory):
         {"1/model.plan": b"not really an engine"},
     )
     write_model(
-        repo,
+        repository,
         "import_error",
         PYTHON_XY_CONFIG.format(name="import_error"),
         {"1/model.py": "import not_a_module_anywhere\n"},
     )
     write_model(
-        repo,
+        repository,
         "wrong_dtype",
         ADD_SUB_CONFIG.format(name="wrong_dtype").replace("TYPE_FP32", "TYPE_INT32", 1),
     )
-    build_add_sub(repo / "wrong_dtype" / "1" / "model.onnx")
+    build_add_sub(repository / "wrong_dtype" / "1" / "model.onnx")
     write_model(
-        repo,
+        repository,
         "pipeline_on_broken",
         """
         name: "pipeline_on_broken"
@@ -129,20 +130,16 @@ def broken(tmp_path_factory):
         """,
         {"1/.keep": ""},
     )
-    (repo / "stray_file.txt").write_text("not a model")
-    (repo / ".hidden_model").mkdir()
-    (repo / "good_onnx" / "notes").mkdir()
+    (repository / "stray_file.txt").write_text("not a model")
+    (repository / ".hidden_model").mkdir()
+    (repository / "good_onnx" / "notes").mkdir()
 
-    daemon = DaemonProcess(repo, root / "daemon.log", [])
-    daemon.start()
-    yield daemon
-    assert daemon.stop() == 0, daemon.log()
+    return repository
 
 
 @pytest.fixture
-def client(broken):
-    with httpclient.InferenceServerClient(broken.url) as client:
-        yield client
+def client(http_client):
+    return http_client
 
 
 def reason_of(client, model: str) -> str:
@@ -154,12 +151,7 @@ def reason_of(client, model: str) -> str:
 
 def assert_good_models_answer(client) -> None:
     a = np.ones((1, 16), dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [1, 16], "FP32"),
-        httpclient.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    inputs[0].set_data_from_numpy(a)
-    inputs[1].set_data_from_numpy(a)
+    inputs = add_sub_infer_inputs(httpclient, a, a)
     np.testing.assert_array_equal(client.infer("good_onnx", inputs).as_numpy("OUTPUT0"), a + a)
     x = httpclient.InferInput("X", [2], "FP32")
     x.set_data_from_numpy(np.array([1, 2], dtype=np.float32))
@@ -194,10 +186,10 @@ def assert_good_models_answer(client) -> None:
         ),
     ],
 )
-def test_broken_model_reports_reason_and_others_serve(client, broken, model, expected):
+def test_broken_model_reports_reason_and_others_serve(client, daemon, model, expected):
     reason = reason_of(client, model)
     assert expected in reason
-    assert f"UNAVAILABLE: {reason}" in broken.log()
+    assert f"UNAVAILABLE: {reason}" in daemon.log()
     with pytest.raises(InferenceServerException) as error:
         client.infer(
             model,
@@ -233,12 +225,12 @@ def test_crashing_model_py_fails_only_that_request(client):
     assert stats["fail"]["count"] >= 1
 
 
-def test_hanging_model_does_not_block_other_models(client, broken):
-    folder = broken.repository / "hanging"
+def test_hanging_model_does_not_block_other_models(client, daemon):
+    folder = daemon.repository / "hanging"
     result: dict = {}
 
     def call_hanging():
-        with httpclient.InferenceServerClient(broken.url, network_timeout=60) as own:
+        with httpclient.InferenceServerClient(daemon.url, network_timeout=60) as own:
             x = httpclient.InferInput("X", [2], "FP32")
             x.set_data_from_numpy(np.array([5, 6], dtype=np.float32))
             result["y"] = own.infer("hanging", [x]).as_numpy("Y")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
-from model_fixtures import add_add_sub
+from model_fixtures import add_add_sub, add_sub_infer_inputs
 from triton_answers import (
     CONFIGLESS_PYTHON_CONFIG,
     CONFIGLESS_PYTHON_METADATA,
@@ -19,22 +19,16 @@ from triton_answers import (
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("configless")
-    repository = root / "repo"
+def repository(repository):
     (repository / "autopy" / "1").mkdir(parents=True)
     (repository / "autopy" / "1" / "model.py").write_text(CONFIGLESS_PYTHON_MODEL_PY)
     (add_add_sub(repository, "add_sub") / "config.pbtxt").unlink()
-    with DaemonProcess(repository, root / "daemon.log", []) as process:
-        yield process
+    return repository
 
 
 @pytest.fixture
-def client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
+def client(http_client):
+    return http_client
 
 
 def test_python_model_without_config_answers_config_and_metadata_as_triton(client) -> None:
@@ -55,12 +49,7 @@ def test_onnx_model_without_config_infers_with_the_models_inputs_and_outputs(cli
     assert (config["platform"], config["backend"]) == ("onnxruntime_onnx", "onnxruntime")
     a = np.arange(16, dtype=np.float32).reshape(1, 16)
     b = np.full((1, 16), 2.0, dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [1, 16], "FP32"),
-        httpclient.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    inputs[0].set_data_from_numpy(a)
-    inputs[1].set_data_from_numpy(b)
+    inputs = add_sub_infer_inputs(httpclient, a, b)
     result = client.infer("add_sub", inputs)
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a + b)
     np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), a - b)

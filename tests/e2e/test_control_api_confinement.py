@@ -13,7 +13,8 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import add_add_sub, write_model
+from daemon_process import explicit_control
+from model_fixtures import add_add_sub, add_sub_infer_inputs, add_sub_json_config, write_model
 
 ECHO_MODEL = """
 import triton_python_backend_utils as pb_utils
@@ -57,31 +58,18 @@ VICTIM = {
     ],
 }
 
-ADD_SUB = {
-    "name": "add_sub",
-    "platform": "onnxruntime_onnx",
-    "max_batch_size": 8,
-    "input": [
-        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-    ],
-    "output": [
-        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-    ],
-}
+ADD_SUB = add_sub_json_config()
+
+
+pytestmark = pytest.mark.daemon_flags(*explicit_control("victim", "add_sub"))
 
 
 @pytest.fixture(scope="module")
-def box(tmp_path_factory):
-    """A daemon in explicit mode serving 'victim' (python, with labels) and
-    'add_sub' (ONNX), with hostile files right outside its repository: a model
-    folder at ``<repository>/..`` and a python file elsewhere, each leaving a
-    marker if it is ever imported, and a file a write would truncate."""
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("confinement")
-    repository = root / "repo"
+def repository(repository, module_path):
+    """'victim' (python, with labels) and 'add_sub' (ONNX), with hostile files
+    right outside the repository: a model folder at ``<repository>/..`` and a
+    python file elsewhere, each leaving a marker if it is ever imported, and a
+    file a write would truncate."""
     write_model(
         repository,
         "victim",
@@ -90,36 +78,29 @@ def box(tmp_path_factory):
     )
     add_add_sub(repository, "add_sub")
     write_model(
-        root,
+        module_path,
         ".",
         'backend: "python"\n',
-        {"1/model.py": MARKING_MODEL.format(marker=str(root / "dotdot-ran"))},
+        {"1/model.py": MARKING_MODEL.format(marker=str(module_path / "dotdot-ran"))},
     )
-    (root / "evil").mkdir()
-    (root / "evil" / "model.py").write_text(MARKING_MODEL.format(marker=str(root / "evil-ran")))
-    (root / "precious.txt").write_text("precious\n")
-    daemon = DaemonProcess(
-        repository,
-        root / "daemon.log",
-        [
-            "--model-control-mode",
-            "explicit",
-            "--load-model",
-            "victim",
-            "--load-model",
-            "add_sub",
-        ],
+    (module_path / "evil").mkdir()
+    (module_path / "evil" / "model.py").write_text(
+        MARKING_MODEL.format(marker=str(module_path / "evil-ran"))
     )
-    daemon.start()
-    daemon.root = root
-    yield daemon
-    assert daemon.stop() == 0, daemon.log()
+    (module_path / "precious.txt").write_text("precious\n")
+    return repository
+
+
+@pytest.fixture(scope="module")
+def box(daemon, module_path):
+    """The daemon in explicit mode; ``root`` is the folder around its repository."""
+    daemon.root = module_path
+    return daemon
 
 
 @pytest.fixture
-def client(box):
-    with httpclient.InferenceServerClient(box.url) as client:
-        yield client
+def client(http_client):
+    return http_client
 
 
 def refused_load(client, name: str, config: dict) -> InferenceServerException:
@@ -216,11 +197,8 @@ def test_session_entry_that_writes_a_file_is_refused_and_the_file_is_untouched(b
         f"load request config for 'add_sub': parameter '{key}' makes ONNX Runtime read or "
         "write files, which a model config may not ask for"
     )
-    a = httpclient.InferInput("INPUT0", [1, 16], "FP32")
-    a.set_data_from_numpy(np.ones((1, 16), dtype=np.float32))
-    b = httpclient.InferInput("INPUT1", [1, 16], "FP32")
-    b.set_data_from_numpy(np.ones((1, 16), dtype=np.float32))
-    result = client.infer("add_sub", [a, b])
+    ones = np.ones((1, 16), dtype=np.float32)
+    result = client.infer("add_sub", add_sub_infer_inputs(httpclient, ones, ones))
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), np.full((1, 16), 2.0))
     assert target.read_text() == "precious\n"
 

@@ -17,8 +17,13 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from daemon_process import wait_for
-from model_fixtures import PYTHON_XY_CONFIG, add_add_sub, write_model
+from daemon_process import explicit_control, wait_for
+from model_fixtures import (
+    add_add_sub,
+    add_python_xy,
+    add_sub_json_config,
+    write_model,
+)
 
 EXIT_TIMEOUT_S = 2.0
 EXIT_SLACK_S = 3.0
@@ -71,20 +76,6 @@ class TritonPythonModel:
         ]
 """
 )
-
-ECHO = """
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                output_tensors=[pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]
-            )
-            for r in requests
-        ]
-"""
 
 XY = {
     "backend": "python",
@@ -145,8 +136,8 @@ def index_entry(client, name: str) -> dict:
 @pytest.fixture
 def repository(tmp_path):
     repo = tmp_path / "repo"
-    write_model(repo, "echo", PYTHON_XY_CONFIG.format(name="echo"), {"1/model.py": ECHO})
-    write_model(repo, "quick", PYTHON_XY_CONFIG.format(name="quick"), {"1/model.py": ECHO})
+    add_python_xy(repo, "echo")
+    add_python_xy(repo, "quick")
     add_add_sub(repo, "add_sub")
     for name in ("a", "b"):
         write_model(repo, name, 'platform: "ensemble"\n', {"1/.keep": ""})
@@ -157,10 +148,7 @@ def repository(tmp_path):
 def explicit(start_daemon, repository):
     daemon = start_daemon(
         repository,
-        "--model-control-mode",
-        "explicit",
-        "--load-model",
-        "echo",
+        *explicit_control("echo"),
         "--max-threads-per-instance",
         "4",
     )
@@ -205,7 +193,7 @@ def test_instances_and_threads_over_the_caps_are_refused(explicit):
         "per model (setting 'max_instances_per_model')",
     )
     threads = {"parameters": {"intra_op_thread_count": {"string_value": "800"}}}
-    add_sub = json.loads(json.dumps(ADD_SUB_JSON)) | threads
+    add_sub = add_sub_json_config(name=None) | threads
     error = refused(explicit, "add_sub", add_sub)
     assert error.status() == "400"
     assert error.message() == (
@@ -215,20 +203,6 @@ def test_instances_and_threads_over_the_caps_are_refused(explicit):
     )
     assert not explicit.is_model_ready("add_sub")
     assert echoes(explicit, "echo")
-
-
-ADD_SUB_JSON = {
-    "platform": "onnxruntime_onnx",
-    "max_batch_size": 8,
-    "input": [
-        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-    ],
-    "output": [
-        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-    ],
-}
 
 
 def stop_within_the_exit_timeout(daemon) -> None:
@@ -242,9 +216,7 @@ def stop_within_the_exit_timeout(daemon) -> None:
 
 def test_sigterm_during_a_slow_initialize_exits_within_the_exit_timeout(start_daemon, tmp_path):
     repo = tmp_path / "repo"
-    folder = write_model(
-        repo, "slow", PYTHON_XY_CONFIG.format(name="slow"), {"1/model.py": SLOW_INITIALIZE}
-    )
+    folder = add_python_xy(repo, "slow", SLOW_INITIALIZE)
     add_add_sub(repo, "add_sub")
     daemon = start_daemon(repo, "--exit-timeout-secs", str(EXIT_TIMEOUT_S), wait_ready=False)
     try:
@@ -256,16 +228,10 @@ def test_sigterm_during_a_slow_initialize_exits_within_the_exit_timeout(start_da
 
 
 def test_a_long_warmup_blocks_no_other_model_and_sigterm_stops_it(start_daemon, repository):
-    slow = write_model(
-        repository,
-        "slow_warm",
-        PYTHON_XY_CONFIG.format(name="slow_warm"),
-        {"1/model.py": GATED_EXECUTE},
-    )
+    slow = add_python_xy(repository, "slow_warm", GATED_EXECUTE)
     daemon = start_daemon(
         repository,
-        "--model-control-mode",
-        "explicit",
+        *explicit_control(),
         "--exit-timeout-secs",
         str(EXIT_TIMEOUT_S),
     )

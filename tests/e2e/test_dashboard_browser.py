@@ -17,60 +17,43 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from dashboard.browser import console_errors, headless_chromium, screenshot
-from selenium.common.exceptions import StaleElementReferenceException
+from dashboard.browser import console_errors, headless_chromium, log_in, screenshot, texts
+from dashboard.dashboard_client import PASSWORD, PASSWORD_HASH
 from selenium.webdriver.common.by import By
-from werkzeug.security import generate_password_hash
 
-from daemon_process import DaemonProcess, wait_for
+from daemon_process import DaemonProcess, explicit_control, wait_for
 from model_fixtures import copy_demo_repository
 
 STREAM = "[{name: road, source: 'synthetic:road', model: lane_pipeline, fps: 10}]"
-PASSWORD = "correct horse battery"
 UNKNOWN = "\u2013"
 """The en dash the pages show for a value not known yet."""
-_DASHBOARD_LISTENING = re.compile(r"Dashboard listening on [^\s:]+:(\d+)")
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("dashboard")
-    repository = copy_demo_repository(folder / "models")
-    config = folder / "dashboard.yaml"
+def repository(repository):
+    return copy_demo_repository(repository)
+
+
+@pytest.fixture(scope="module")
+def daemon_args(module_path):
+    config = module_path / "dashboard.yaml"
     config.write_text(
         json.dumps(
             {
                 "dashboard": {
                     "anonymous_read": True,
-                    "password_hash": generate_password_hash(PASSWORD),
-                    "session_key_path": str(folder / "session.key"),
+                    "password_hash": PASSWORD_HASH,
+                    "session_key_path": str(module_path / "session.key"),
                 },
             }
         )
     )
-    process = DaemonProcess(
-        repository,
-        folder / "daemon.log",
-        [
-            "--config",
-            str(config),
-            "--dashboard-port",
-            "0",
-            "--model-control-mode",
-            "explicit",
-            "--load-model",
-            "*",
-        ],
-        env={"EDGEBOX_STREAMS": STREAM},
-    )
-    with process:
-        port = wait_for(
-            lambda: _DASHBOARD_LISTENING.search(process.log()),
-            30,
-            what=f"the dashboard to listen ({process.log_path})",
-        ).group(1)
-        process.dashboard = f"http://127.0.0.1:{port}"
-        yield process
+    return ["--config", str(config), *explicit_control("*")]
+
+
+@pytest.fixture(scope="module")
+def daemon_env():
+    return {"EDGEBOX_STREAMS": STREAM}
 
 
 @pytest.fixture(scope="module")
@@ -86,24 +69,6 @@ def anonymous(browser):
     return browser
 
 
-def texts(driver, selector: str) -> list[str]:
-    """The text of every element matching ``selector``; [] while the page
-    re-renders them under us."""
-    try:
-        return [element.text for element in driver.find_elements(By.CSS_SELECTOR, selector)]
-    except StaleElementReferenceException:
-        return []
-
-
-def body_attribute(driver, name: str) -> str | None:
-    """An attribute of the page's body; None while a navigation replaces the
-    page under us (the login form's submit lands on another page)."""
-    try:
-        return driver.find_element(By.TAG_NAME, "body").get_attribute(name)
-    except StaleElementReferenceException:
-        return None
-
-
 def chart_points(driver, chart_id: str) -> int:
     value = driver.find_element(By.CSS_SELECTOR, f"#{chart_id} .chart").get_attribute("data-points")
     return int(value or 0)
@@ -115,7 +80,7 @@ def version_state(driver, model: str) -> str | None:
 
 
 def api_json(daemon: DaemonProcess, path: str) -> dict:
-    with urllib.request.urlopen(f"{daemon.dashboard}{path}", timeout=10) as reply:
+    with urllib.request.urlopen(f"{daemon.dashboard_url}{path}", timeout=10) as reply:
         return json.loads(reply.read())
 
 
@@ -130,7 +95,7 @@ def post_status(opener, url: str, headers: dict | None = None, form: dict | None
 
 
 def test_overview_shows_the_demo_models_and_charts_that_grow(daemon, anonymous):
-    anonymous.get(f"{daemon.dashboard}/")
+    anonymous.get(f"{daemon.dashboard_url}/")
     names = wait_for(
         lambda: (
             {"lane_pipeline", "lane_detector", "add_sub"}
@@ -158,7 +123,7 @@ def test_overview_shows_the_demo_models_and_charts_that_grow(daemon, anonymous):
 
 
 def test_streams_page_shows_the_latest_frame_and_refreshes_it(daemon, anonymous):
-    anonymous.get(f"{daemon.dashboard}/streams")
+    anonymous.get(f"{daemon.dashboard_url}/streams")
     image = '[data-stream="road"] img.frame-image'
     wait_for(
         lambda: anonymous.execute_script(
@@ -191,7 +156,7 @@ def test_streams_page_shows_the_latest_frame_and_refreshes_it(daemon, anonymous)
 
 
 def test_events_page_lists_model_events_newest_first(daemon, anonymous):
-    anonymous.get(f"{daemon.dashboard}/events")
+    anonymous.get(f"{daemon.dashboard_url}/events")
     wait_for(
         lambda: anonymous.find_elements(By.CSS_SELECTOR, 'tr[data-schema="edgebox.model_state"]'),
         30,
@@ -207,7 +172,7 @@ def test_events_page_lists_model_events_newest_first(daemon, anonymous):
 
 
 def test_wrong_password_is_refused(daemon, anonymous):
-    anonymous.get(f"{daemon.dashboard}/login")
+    anonymous.get(f"{daemon.dashboard_url}/login")
     anonymous.find_element(By.ID, "username").send_keys("admin")
     anonymous.find_element(By.ID, "password").send_keys("not the password")
     anonymous.find_element(By.ID, "login-submit").click()
@@ -219,7 +184,7 @@ def test_wrong_password_is_refused(daemon, anonymous):
 
 def test_unload_without_login_is_refused(daemon):
     opener = urllib.request.build_opener()
-    status = post_status(opener, f"{daemon.dashboard}/api/v1/models/add_sub/unload")
+    status = post_status(opener, f"{daemon.dashboard_url}/api/v1/models/add_sub/unload")
     assert status in (401, 403)
     models = {m["name"]: m for m in api_json(daemon, "/api/v1/models")["models"]}
     assert [v["state"] for v in models["add_sub"]["versions"]] == ["READY"]
@@ -232,13 +197,13 @@ def logged_in_opener(daemon: DaemonProcess) -> tuple[urllib.request.OpenerDirect
     )
 
     def csrf_token() -> str:
-        with opener.open(f"{daemon.dashboard}/login", timeout=10) as reply:
+        with opener.open(f"{daemon.dashboard_url}/login", timeout=10) as reply:
             page = reply.read().decode()
         return re.search(r'<meta name="csrf-token" content="([^"]+)"', page).group(1)
 
     status = post_status(
         opener,
-        f"{daemon.dashboard}/login",
+        f"{daemon.dashboard_url}/login",
         form={"username": "admin", "password": PASSWORD, "csrf_token": csrf_token()},
     )
     assert status == 200  # the redirect after a login, followed
@@ -247,10 +212,10 @@ def logged_in_opener(daemon: DaemonProcess) -> tuple[urllib.request.OpenerDirect
 
 def test_post_without_csrf_token_is_refused(daemon):
     opener, token = logged_in_opener(daemon)
-    url = f"{daemon.dashboard}/api/v1/models/add_sub/unload"
+    url = f"{daemon.dashboard_url}/api/v1/models/add_sub/unload"
     assert post_status(opener, url, headers={"Content-Type": "application/json"}) == 403
     assert post_status(opener, url, headers={"X-CSRF-Token": "forged"}) == 403
-    load = f"{daemon.dashboard}/api/v1/models/add_sub/load"
+    load = f"{daemon.dashboard_url}/api/v1/models/add_sub/load"
     assert post_status(opener, load, headers={"X-CSRF-Token": token}) == 200
     models = {m["name"]: m for m in api_json(daemon, "/api/v1/models")["models"]}
     assert [v["state"] for v in models["add_sub"]["versions"]] == ["READY"]
@@ -258,20 +223,12 @@ def test_post_without_csrf_token_is_refused(daemon):
 
 def test_logged_in_unload_button_changes_the_state_shown(daemon, anonymous):
     browser = anonymous
-    browser.get(f"{daemon.dashboard}/models")
+    browser.get(f"{daemon.dashboard_url}/models")
     wait_for(lambda: version_state(browser, "add_sub") == "READY", 30, what="add_sub READY")
     assert browser.find_elements(By.CSS_SELECTOR, "button[data-action]") == []
 
-    browser.get(f"{daemon.dashboard}/login")
-    browser.find_element(By.ID, "username").send_keys("admin")
-    browser.find_element(By.ID, "password").send_keys(PASSWORD)
-    browser.find_element(By.ID, "login-submit").click()
-    wait_for(
-        lambda: body_attribute(browser, "data-logged-in") == "true",
-        10,
-        what="the page after logging in",
-    )
-    browser.get(f"{daemon.dashboard}/models")
+    log_in(browser, f"{daemon.dashboard_url}/login", PASSWORD)
+    browser.get(f"{daemon.dashboard_url}/models")
     unload = '[data-model="add_sub"] button[data-action="unload"]'
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, unload), 30, what="the unload button")
     browser.find_element(By.CSS_SELECTOR, unload).click()
@@ -299,13 +256,5 @@ def test_logged_in_unload_button_changes_the_state_shown(daemon, anonymous):
 def test_a_login_link_cannot_send_the_browser_off_site(daemon, anonymous, asked):
     # The link a phisher would send: the login page carries ``next`` into its
     # form, and Chromium would read /<tab>/evil.example as //evil.example.
-    anonymous.get(f"{daemon.dashboard}/login?next={asked}")
-    anonymous.find_element(By.ID, "username").send_keys("admin")
-    anonymous.find_element(By.ID, "password").send_keys(PASSWORD)
-    anonymous.find_element(By.ID, "login-submit").click()
-    wait_for(
-        lambda: body_attribute(anonymous, "data-logged-in") == "true",
-        10,
-        what="the page after logging in",
-    )
-    assert anonymous.current_url == f"{daemon.dashboard}/"
+    log_in(anonymous, f"{daemon.dashboard_url}/login?next={asked}", PASSWORD)
+    assert anonymous.current_url == f"{daemon.dashboard_url}/"

@@ -9,16 +9,12 @@ import threading
 import numpy as np
 import tritonclient.http as httpclient
 
-from model_fixtures import ADD_SUB_CONFIG, write_model
-from scripts.onnx_builders import build_add_sub
+from model_fixtures import add_add_sub, add_sub_infer_inputs
 
 
 def test_concurrent_requests_are_batched_and_split_back(tmp_path, start_daemon):
-    config = (
-        ADD_SUB_CONFIG.format(name="batched")
-        + "dynamic_batching { max_queue_delay_microseconds: 20000 }\n"
-    )
-    build_add_sub(write_model(tmp_path, "batched", config) / "1" / "model.onnx")
+    batching = "dynamic_batching { max_queue_delay_microseconds: 20000 }\n"
+    add_add_sub(tmp_path, "batched", config_extra=batching)
     daemon = start_daemon(tmp_path)
     errors: list[Exception] = []
 
@@ -26,12 +22,7 @@ def test_concurrent_requests_are_batched_and_split_back(tmp_path, start_daemon):
         with httpclient.InferenceServerClient(daemon.url) as client:
             for n in range(20):
                 a = np.full((1, 16), offset * 100 + n, dtype=np.float32)
-                inputs = [
-                    httpclient.InferInput("INPUT0", [1, 16], "FP32"),
-                    httpclient.InferInput("INPUT1", [1, 16], "FP32"),
-                ]
-                inputs[0].set_data_from_numpy(a)
-                inputs[1].set_data_from_numpy(np.ones_like(a))
+                inputs = add_sub_infer_inputs(httpclient, a, np.ones_like(a))
                 try:
                     result = client.infer("batched", inputs)
                     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a + 1)

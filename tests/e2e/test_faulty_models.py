@@ -16,18 +16,24 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import write_model
+from model_fixtures import (
+    PYTHON_BACKEND,
+    TIMES_TEN_IN_PLACE_MODEL,
+    ensemble_config,
+    model_config,
+    write_model,
+)
 
-REUSED_BUFFER_CONFIG = """
-name: "reused_buffer"
-backend: "python"
-max_batch_size: 0
-input [ { name: "X" data_type: TYPE_FP32 dims: [ 4194304 ] } ]
-output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4194304 ] } ]
-instance_group [ { count: 1 kind: KIND_CPU } ]
-"""
 ELEMENTS = 4194304
 """16 MB of output: far more than the socket buffers hold for a client not reading."""
+
+REUSED_BUFFER_CONFIG = model_config(
+    "reused_buffer",
+    PYTHON_BACKEND,
+    {"X": ("FP32", [ELEMENTS])},
+    {"Y": ("FP32", [ELEMENTS])},
+    extra="instance_group [ { count: 1 kind: KIND_CPU } ]",
+)
 
 # Legal under Triton, which copies every output out of the model's process.
 REUSED_BUFFER_MODEL = """
@@ -120,28 +126,9 @@ def test_a_model_reusing_its_output_buffer_answers_each_client_its_own(
     assert wrong == []
 
 
-MUTATING_STEP_CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: 0
-input [ {{ name: "IN" data_type: TYPE_FP32 dims: [ 4 ] }} ]
-output [ {{ name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] }} ]
-"""
+def step_config(name: str) -> str:
+    return model_config(name, PYTHON_BACKEND, {"IN": ("FP32", [4])}, {"OUT": ("FP32", [4])})
 
-# In place, as a model may under Triton, where each step gets its own copy.
-TIMES_TEN_IN_PLACE_MODEL = """
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "IN").as_numpy()
-            x *= 10
-            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUT", x)]))
-        return responses
-"""
 
 IDENTITY_MODEL = """
 import triton_python_backend_utils as pb_utils
@@ -157,32 +144,15 @@ class TritonPythonModel:
         ]
 """
 
-SIBLINGS_ENSEMBLE_CONFIG = """
-name: "siblings"
-platform: "ensemble"
-max_batch_size: 0
-input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]
-output [
-  { name: "TIMES_TEN" data_type: TYPE_FP32 dims: [ 4 ] },
-  { name: "SAME" data_type: TYPE_FP32 dims: [ 4 ] }
-]
-ensemble_scheduling {
-  step [
-    {
-      model_name: "times_ten_in_place"
-      model_version: -1
-      input_map { key: "IN" value: "X" }
-      output_map { key: "OUT" value: "TIMES_TEN" }
-    },
-    {
-      model_name: "identity"
-      model_version: -1
-      input_map { key: "IN" value: "X" }
-      output_map { key: "OUT" value: "SAME" }
-    }
-  ]
-}
-"""
+SIBLINGS_ENSEMBLE_CONFIG = ensemble_config(
+    "siblings",
+    {"X": ("FP32", [4])},
+    {"TIMES_TEN": ("FP32", [4]), "SAME": ("FP32", [4])},
+    [
+        ("times_ten_in_place", {"IN": "X"}, {"OUT": "TIMES_TEN"}),
+        ("identity", {"IN": "X"}, {"OUT": "SAME"}),
+    ],
+)
 
 
 def test_an_ensemble_step_writing_into_its_input_leaves_the_sibling_step_alone(
@@ -191,13 +161,13 @@ def test_an_ensemble_step_writing_into_its_input_leaves_the_sibling_step_alone(
     write_model(
         tmp_path,
         "times_ten_in_place",
-        MUTATING_STEP_CONFIG.format(name="times_ten_in_place"),
+        step_config("times_ten_in_place"),
         {"1/model.py": TIMES_TEN_IN_PLACE_MODEL},
     )
     write_model(
         tmp_path,
         "identity",
-        MUTATING_STEP_CONFIG.format(name="identity"),
+        step_config("identity"),
         {"1/model.py": IDENTITY_MODEL},
     )
     write_model(tmp_path, "siblings", SIBLINGS_ENSEMBLE_CONFIG, {"1/.keep": ""})
@@ -211,14 +181,6 @@ def test_an_ensemble_step_writing_into_its_input_leaves_the_sibling_step_alone(
             np.testing.assert_array_equal(result.as_numpy("SAME"), x)
             np.testing.assert_array_equal(result.as_numpy("TIMES_TEN"), x * 10)
 
-
-RAISING_CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: 4
-input [ {{ name: "X" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-output [ {{ name: "Y" data_type: TYPE_INT32 dims: [ 1 ] }} ]
-"""
 
 # X picks what execute raises; any other value is echoed.
 BASE_EXCEPTION_MODEL = """
@@ -258,7 +220,9 @@ RAISED_NAMES = {
 def test_a_model_raising_base_exceptions_answers_500_and_keeps_serving(
     tmp_path, start_daemon, batching
 ) -> None:
-    config = RAISING_CONFIG.format(name="raising")
+    config = model_config(
+        "raising", PYTHON_BACKEND, {"X": ("INT32", [1])}, {"Y": ("INT32", [1])}, max_batch_size=4
+    )
     if batching:
         config += "dynamic_batching { }\n"
     write_model(tmp_path, "raising", config, {"1/model.py": BASE_EXCEPTION_MODEL})

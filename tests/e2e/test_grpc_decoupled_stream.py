@@ -13,21 +13,14 @@ import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import add_add_sub, add_decoupled_repeat
+from model_fixtures import build_streaming_repository
 
 CALLBACK_TIMEOUT_S = 30
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("grpc-decoupled")
-    repository = root / "repo"
-    add_decoupled_repeat(repository)
-    add_add_sub(repository)
-    with DaemonProcess(repository, root / "daemon.log", []) as process:
-        yield process
+def repository(repository):
+    return build_streaming_repository(repository)
 
 
 @pytest.fixture

@@ -14,18 +14,16 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
-from model_fixtures import add_add_sub
+from model_fixtures import add_sub_infer_inputs
 
 THREADS = 2
 STREAMS_PER_CONNECTION = 4
 CONNECTIONS = 4
 
 
-def test_idle_streams_beyond_the_thread_count_stall_no_other_call(tmp_path, start_daemon):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
+def test_idle_streams_beyond_the_thread_count_stall_no_other_call(add_sub_repository, start_daemon):
     daemon = start_daemon(
-        repository,
+        add_sub_repository,
         "--grpc-thread-count",
         str(THREADS),
         "--grpc-max-concurrent-streams",
@@ -60,12 +58,7 @@ def test_idle_streams_beyond_the_thread_count_stall_no_other_call(tmp_path, star
                 assert first.result(timeout=10).infer_response.id == "first"
         fresh = grpcclient.InferenceServerClient(daemon.grpc_url, channel_args=options)
         assert fresh.is_server_live(client_timeout=5)
-        inputs = [
-            grpcclient.InferInput("INPUT0", [1, 16], "FP32"),
-            grpcclient.InferInput("INPUT1", [1, 16], "FP32"),
-        ]
-        inputs[0].set_data_from_numpy(a)
-        inputs[1].set_data_from_numpy(a)
+        inputs = add_sub_infer_inputs(grpcclient, a, a)
         result = fresh.infer("add_sub", inputs, client_timeout=5)
         np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a + a)
     finally:

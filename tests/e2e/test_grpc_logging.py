@@ -6,11 +6,9 @@ makes (a log file path, any trace level but OFF)."""
 from __future__ import annotations
 
 import pytest
-import tritonclient.grpc as grpcclient
-import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from daemon_process import DaemonProcess, wait_for
+from daemon_process import explicit_control, wait_for
 from model_fixtures import add_add_sub
 from triton_answers import LOG_DEFAULTS, TRACE_DEFAULTS
 
@@ -22,29 +20,20 @@ TRACE_DEFAULTS_GRPC = {
 STRAY = "repository: ignoring stray file"
 
 
+pytestmark = pytest.mark.daemon_flags(*explicit_control("*"))
+
+
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    root = tmp_path_factory.mktemp("grpc-logging")
-    repository = root / "repo"
+def repository(repository):
     add_add_sub(repository)
     (repository / "notes.txt").write_text("not a model\n")
-    with DaemonProcess(
-        repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    ) as process:
-        yield process
+    return repository
 
 
 @pytest.fixture
-def client(daemon):
-    with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
-        yield client
-        client.update_log_settings({"log_verbose_level": 0, "log_info": True})
-
-
-@pytest.fixture
-def http_client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
+def client(grpc_client):
+    yield grpc_client
+    grpc_client.update_log_settings({"log_verbose_level": 0, "log_info": True})
 
 
 def log_settings(client) -> dict:

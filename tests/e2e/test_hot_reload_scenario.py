@@ -294,36 +294,41 @@ class Scenario:
         return rss_mib(self.daemon.process.pid)
 
 
+pytestmark = pytest.mark.daemon_flags(
+    "--model-control-mode", "poll", "--repository-poll-secs", str(POLL_S)
+)
+
+
 @pytest.fixture(scope="module")
-def scenario(tmp_path_factory):
-    """Started here rather than with ``start_daemon``, which is per test: the
-    steps share one daemon. It is stopped with SIGTERM and must exit 0."""
-    root = tmp_path_factory.mktemp("hot_reload")
-    builds = {
-        v: build_versioned_model(root / "builds" / str(v) / "model.onnx", v) for v in (1, 2, 4)
+def builds(module_path) -> dict[int, Path]:
+    return {
+        v: build_versioned_model(module_path / "builds" / str(v) / "model.onnx", v)
+        for v in (1, 2, 4)
     }
-    model_dir = root / "repo" / MODEL
+
+
+@pytest.fixture(scope="module")
+def repository(repository, builds):
+    model_dir = repository / MODEL
     (model_dir / "1").mkdir(parents=True)
     shutil.copyfile(builds[1], model_dir / "1" / "model.onnx")
     write_config(model_dir)
+    return repository
 
-    daemon = DaemonProcess(
-        root / "repo",
-        root / "daemon.log",
-        ["--model-control-mode", "poll", "--repository-poll-secs", str(POLL_S)],
-    )
-    daemon.start()
+
+@pytest.fixture(scope="module")
+def scenario(daemon, builds):
+    """The steps share the module's daemon, under load from the first step to
+    the last (the daemon is stopped with SIGTERM after the load)."""
     client = httpclient.InferenceServerClient(daemon.url)
     load = LoadGenerator(daemon.url, LOAD_THREADS, LOAD_DEADLINE_S).start()
     try:
-        yield Scenario(daemon, client, load, model_dir, builds)
+        yield Scenario(daemon, client, load, daemon.repository / MODEL, builds)
     finally:
         try:
             load.stop()
         finally:
             client.close()
-            code = daemon.stop()
-        assert code == 0, f"daemon exited with {code}:\n{daemon.log()}"
 
 
 def test_version_1_serves_at_start(scenario):

@@ -10,19 +10,12 @@ import json
 
 import pytest
 
-from model_fixtures import add_add_sub, add_decoupled_repeat
+from model_fixtures import build_streaming_repository
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("http-generate")
-    repository = root / "repo"
-    add_decoupled_repeat(repository)
-    add_add_sub(repository)
-    with DaemonProcess(repository, root / "daemon.log", []) as process:
-        yield process
+def repository(repository):
+    return build_streaming_repository(repository)
 
 
 @pytest.fixture
@@ -112,7 +105,9 @@ def test_generate_on_an_ordinary_batching_model(connection) -> None:
 def test_requests_refused_before_the_model_runs(connection) -> None:
     response = post(connection, "/v2/models/nope/generate_stream", {"IN": [1]})
     assert response.status == 404
-    assert json.loads(response.read()) == {"error": "Request for unknown model: 'nope' is not found"}
+    assert json.loads(response.read()) == {
+        "error": "Request for unknown model: 'nope' is not found"
+    }
     response = post(connection, "/v2/models/repeat/generate_stream", {"IN": [1], "x": 1.5})
     assert response.status == 400
     assert json.loads(response.read()) == {

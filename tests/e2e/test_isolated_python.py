@@ -20,7 +20,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from daemon_process import wait_for
-from model_fixtures import PYTHON_XY_CONFIG, write_model
+from model_fixtures import add_python_xy
 
 ISOLATED = """
 parameters { key: "EDGEBOX_ISOLATION" value: { string_value: "process" } }
@@ -72,12 +72,8 @@ class TritonPythonModel:
 @pytest.fixture
 def repository(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
-    write_model(
-        repo, "crashy", PYTHON_XY_CONFIG.format(name="crashy") + ISOLATED, {"1/model.py": CRASHY_MODEL}
-    )
-    write_model(
-        repo, "steady", PYTHON_XY_CONFIG.format(name="steady"), {"1/model.py": STEADY_MODEL}
-    )
+    add_python_xy(repo, "crashy", CRASHY_MODEL, config_extra=ISOLATED)
+    add_python_xy(repo, "steady", STEADY_MODEL)
     return repo
 
 
@@ -98,6 +94,25 @@ def index_entry(url: str, model: str) -> dict:
     with urllib.request.urlopen(request, timeout=10) as reply:
         entries = json.loads(reply.read())
     return next(e for e in entries if e["name"] == model and e.get("version") == "1")
+
+
+def failed_restart(daemon) -> dict:
+    """crashy's index entry once a restart failed (while the test holds it)."""
+    return wait_for(
+        lambda: "restart failed" in (e := index_entry(daemon.url, "crashy"))["reason"] and e,
+        timeout_s=30,
+        what="the failed restart in the repository index",
+    )
+
+
+def release_crashy(daemon, repository: Path) -> None:
+    """Lets crashy start again and waits until it is READY."""
+    (repository / "crashy" / "hold").unlink()
+    wait_for(
+        lambda: index_entry(daemon.url, "crashy")["state"] == "READY",
+        timeout_s=60,
+        what="the restarted model to be READY",
+    )
 
 
 def model_processes(daemon_pid: int) -> list[int]:
@@ -135,11 +150,7 @@ def test_a_crashing_isolated_model_fails_alone_and_comes_back(start_daemon, repo
         )
         np.testing.assert_array_equal(infer(client, "steady", 1, 2), [2, 3])
 
-        down = wait_for(
-            lambda: "restart failed" in (e := index_entry(daemon.url, "crashy"))["reason"] and e,
-            timeout_s=30,
-            what="the failed restart in the repository index",
-        )
+        down = failed_restart(daemon)
         assert down["state"] == "UNAVAILABLE"
         assert down["reason"].startswith(
             "instance 'crashy_0_0': python model process exited with code 3; restart failed: "
@@ -153,17 +164,14 @@ def test_a_crashing_isolated_model_fails_alone_and_comes_back(start_daemon, repo
             "exited with code 3 and is being restarted; retry later"
         )
 
-        (repository / "crashy" / "hold").unlink()
-        wait_for(
-            lambda: index_entry(daemon.url, "crashy")["state"] == "READY",
-            timeout_s=60,
-            what="the restarted model to be READY",
-        )
+        release_crashy(daemon, repository)
         np.testing.assert_array_equal(infer(client, "crashy", 3, 4), [6, 8])
         assert index_entry(daemon.url, "crashy")["reason"] == (
             "runs in its own process (memory limit: 600 MB)"
         )
-        assert "model 'crashy' version 1, instance 'crashy_0_0': python model process " in daemon.log()
+        assert (
+            "model 'crashy' version 1, instance 'crashy_0_0': python model process " in daemon.log()
+        )
     finally:
         client.close()
 
@@ -184,22 +192,13 @@ def test_a_model_past_its_memory_limit_is_stopped_and_reported(start_daemon, rep
             "(model.py line 19); the python model process reached its memory limit of 600 MB "
             "and is being restarted"
         )
-        reported = wait_for(
-            lambda: "restart failed" in (e := index_entry(daemon.url, "crashy"))["reason"] and e,
-            timeout_s=30,
-            what="the memory limit in the repository index",
-        )
+        reported = failed_restart(daemon)
         assert reported["state"] == "UNAVAILABLE"
         assert reported["reason"].startswith(
             "instance 'crashy_0_0': python model process reached its memory limit of 600 MB; "
             "restart failed: "
         )
-        (repository / "crashy" / "hold").unlink()
-        wait_for(
-            lambda: index_entry(daemon.url, "crashy")["state"] == "READY",
-            timeout_s=60,
-            what="the restarted model to be READY",
-        )
+        release_crashy(daemon, repository)
         np.testing.assert_array_equal(infer(client, "crashy", 1, 1), [2, 2])
         processes = model_processes(daemon.process.pid)
         assert len(processes) == 1
@@ -242,9 +241,7 @@ class TritonPythonModel:
 
 def test_a_hung_isolated_model_does_not_outlive_the_daemon(start_daemon, tmp_path) -> None:
     repo = tmp_path / "repo"
-    write_model(
-        repo, "hung", PYTHON_XY_CONFIG.format(name="hung") + ISOLATED, {"1/model.py": HANGING_MODEL}
-    )
+    add_python_xy(repo, "hung", HANGING_MODEL, config_extra=ISOLATED)
     daemon = start_daemon(repo, "--exit-timeout-secs", "2")
     (pid,) = model_processes(daemon.process.pid)
     client = httpclient.InferenceServerClient(daemon.url, network_timeout=60)

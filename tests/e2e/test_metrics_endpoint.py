@@ -12,8 +12,8 @@ import tritonclient.http as httpclient
 from prometheus_client.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
-from daemon_process import wait_for
-from model_fixtures import add_add_sub, write_model
+from daemon_process import explicit_control, wait_for
+from model_fixtures import add_sub_infer_inputs, write_model
 
 REQUESTS = 5
 LABELS = {"model": "add_sub", "version": "1"}
@@ -33,21 +33,13 @@ def value(families: dict, name: str, labels: dict | None = None) -> float:
 
 def _inputs(width: int = 16):
     data = np.ones((1, width), dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [1, width], "FP32"),
-        httpclient.InferInput("INPUT1", [1, width], "FP32"),
-    ]
-    for tensor in inputs:
-        tensor.set_data_from_numpy(data)
-    return inputs
+    return add_sub_infer_inputs(httpclient, data, data)
 
 
 @pytest.fixture
-def daemon(tmp_path, start_daemon):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
-    write_model(repository, "broken", "name: {")
-    return start_daemon(repository, "--model-control-mode", "explicit", "--load-model", "*")
+def daemon(add_sub_repository, start_daemon):
+    write_model(add_sub_repository, "broken", "name: {")
+    return start_daemon(add_sub_repository, *explicit_control("*"))
 
 
 def test_metrics_count_the_requests_made_over_http(daemon):

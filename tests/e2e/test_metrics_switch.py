@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import tritonclient.http as httpclient
 
-from model_fixtures import add_add_sub
+from daemon_process import explicit_control
+from model_fixtures import add_sub_infer_inputs
 
 _SOCKET = re.compile(r"socket:\[(\d+)\]")
 _TCP_LISTEN = "0A"
@@ -51,25 +52,17 @@ def listening_sockets(pid: int) -> set[tuple[str, int]]:
 
 def infer_add_sub(url: str) -> np.ndarray:
     data = np.ones((1, 16), dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [1, 16], "FP32"),
-        httpclient.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    for tensor in inputs:
-        tensor.set_data_from_numpy(data)
+    inputs = add_sub_infer_inputs(httpclient, data, data)
     with httpclient.InferenceServerClient(url) as client:
         return client.infer("add_sub", inputs).as_numpy("OUTPUT0")
 
 
-def test_daemon_without_metrics_binds_no_metrics_port_and_still_serves(tmp_path, start_daemon):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
+def test_daemon_without_metrics_binds_no_metrics_port_and_still_serves(
+    add_sub_repository, start_daemon
+):
     daemon = start_daemon(
-        repository,
-        "--model-control-mode",
-        "explicit",
-        "--load-model",
-        "add_sub",
+        add_sub_repository,
+        *explicit_control("add_sub"),
         "--allow-metrics",
         "false",
     )
@@ -89,16 +82,11 @@ def test_daemon_without_metrics_binds_no_metrics_port_and_still_serves(tmp_path,
 
 
 def test_metrics_address_keeps_metrics_on_loopback_while_the_host_is_every_address(
-    tmp_path, start_daemon
+    add_sub_repository, start_daemon
 ):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
     daemon = start_daemon(
-        repository,
-        "--model-control-mode",
-        "explicit",
-        "--load-model",
-        "add_sub",
+        add_sub_repository,
+        *explicit_control("add_sub"),
         "--host",
         "0.0.0.0",
         "--metrics-address",
@@ -118,16 +106,20 @@ def test_metrics_address_keeps_metrics_on_loopback_while_the_host_is_every_addre
         assert "nv_inference_request_success" in reply.read().decode()
 
 
-def test_daemon_without_metrics_tells_systemd_it_is_ready(tmp_path, start_daemon):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
+def test_daemon_without_metrics_tells_systemd_it_is_ready(
+    tmp_path, start_daemon, add_sub_repository
+):
     address = str(tmp_path / "notify.sock")
     supervisor = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     supervisor.bind(address)
     supervisor.settimeout(30)
     try:
         daemon = start_daemon(
-            repository, "--allow-metrics", "false", wait_ready=False, env={"NOTIFY_SOCKET": address}
+            add_sub_repository,
+            "--allow-metrics",
+            "false",
+            wait_ready=False,
+            env={"NOTIFY_SOCKET": address},
         )
         assert supervisor.recv(4096).decode() == "READY=1"
         assert daemon.is_ready()

@@ -16,7 +16,7 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import PYTHON_XY_CONFIG, write_model
+from model_fixtures import add_python_xy
 
 ISOLATED = """
 parameters { key: "EDGEBOX_ISOLATION" value: { string_value: "process" } }
@@ -45,13 +45,8 @@ class TritonPythonModel:
 @pytest.fixture
 def repository(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
-    write_model(repo, "inproc", PYTHON_XY_CONFIG.format(name="inproc"), {"1/model.py": ERROR_MODEL})
-    write_model(
-        repo,
-        "isolated",
-        PYTHON_XY_CONFIG.format(name="isolated") + ISOLATED,
-        {"1/model.py": ERROR_MODEL},
-    )
+    add_python_xy(repo, "inproc", ERROR_MODEL)
+    add_python_xy(repo, "isolated", ERROR_MODEL, config_extra=ISOLATED)
     return repo
 
 

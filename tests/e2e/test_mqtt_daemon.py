@@ -15,23 +15,17 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from daemon_process import DaemonProcess, wait_for
-from model_fixtures import add_add_sub, copy_demo_repository
-from mosquitto_broker import SilentBroker, Subscriber
+from daemon_process import DaemonProcess, explicit_control, wait_for
+from model_fixtures import (
+    add_add_sub,
+    add_publishing_add_sub,
+    add_sub_infer_inputs,
+    copy_demo_repository,
+)
+from mosquitto_broker import SilentBroker, Subscriber, daemon_mqtt_flags
 from scripts.demo_broker import free_loopback_port
 
 STREAM = "[{name: road, source: 'synthetic:road', model: lane_pipeline, fps: 10}]"
-
-
-def mqtt_args(broker, spool) -> list[str]:
-    return [
-        "--mqtt-url",
-        broker.url,
-        "--mqtt-device-id",
-        "dev",
-        "--mqtt-spool-path",
-        str(spool),
-    ]
 
 
 def post(daemon: DaemonProcess, path: str) -> None:
@@ -40,18 +34,22 @@ def post(daemon: DaemonProcess, path: str) -> None:
         assert reply.status == 200
 
 
-def offline_cycles_spooled(spool) -> bool:
+def offline_cycles_spooled(spool, device_id: str) -> bool:
     """True once the spool holds the third unload and the load after it."""
     with sqlite3.connect(spool) as db:
-        rows = db.execute("SELECT payload FROM rows WHERE topic = 'edgebox/dev/events'")
+        rows = db.execute(
+            "SELECT payload FROM rows WHERE topic = ?", (f"edgebox/{device_id}/events",)
+        )
         documents = [json.loads(bytes(payload)) for (payload,) in rows]
     unloads = [d["seq"] for d in documents if d.get("state") == "UNLOADING"]
     ready = [d["seq"] for d in documents if d.get("state") == "READY"]
     return len(unloads) == 3 and bool(ready) and max(ready) > max(unloads)
 
 
-def add_sub_states(messages) -> list[str]:
-    documents = [json.loads(m.payload) for m in messages if m.topic == "edgebox/dev/events"]
+def add_sub_states(messages, device_id: str) -> list[str]:
+    documents = [
+        json.loads(m.payload) for m in messages if m.topic == f"edgebox/{device_id}/events"
+    ]
     return [
         d["state"]
         for d in documents
@@ -68,25 +66,34 @@ def demo_repository(tmp_path_factory):
     return copy_demo_repository(tmp_path_factory.mktemp("demo") / "models")
 
 
-def test_subscriber_sees_status_model_events_and_lane_results(demo_repository, mosquitto, tmp_path):
+def test_subscriber_sees_status_model_events_and_lane_results(
+    demo_repository, mosquitto, tmp_path, device_id
+):
+    results = f"edgebox/{device_id}/streams/road/results"
     with (
-        Subscriber(mosquitto, "edgebox/dev/#") as subscriber,
+        Subscriber(mosquitto, f"edgebox/{device_id}/#") as subscriber,
         DaemonProcess(
             demo_repository,
             tmp_path / "daemon.log",
-            [*mqtt_args(mosquitto, tmp_path / "spool.sqlite"), "--repository-poll-secs", "0.2"],
+            [
+                *daemon_mqtt_flags(mosquitto.url, device_id, tmp_path / "spool.sqlite"),
+                "--repository-poll-secs",
+                "0.2",
+            ],
             env={"EDGEBOX_STREAMS": STREAM},
         ) as daemon,
     ):
         subscriber.wait_for(
-            lambda ms: [m for m in ms if m.topic == "edgebox/dev/streams/road/results"][3:],
+            lambda ms: [m for m in ms if m.topic == results][3:],
             timeout_s=60,
             what=f"four lane results ({daemon.log_path})",
         )
         status = subscriber.wait_for(
             lambda ms: [
                 d
-                for d in (json.loads(m.payload) for m in ms if m.topic == "edgebox/dev/status")
+                for d in (
+                    json.loads(m.payload) for m in ms if m.topic == f"edgebox/{device_id}/status"
+                )
                 if "lane_pipeline" in d.get("models", {})
             ],
             what="a status listing lane_pipeline",
@@ -94,12 +101,12 @@ def test_subscriber_sees_status_model_events_and_lane_results(demo_repository, m
         assert status["state"] == "online"
         assert status["models"]["lane_pipeline"] == {"ready_versions": ["1"]}
         assert status["streams"] == {"road": "running"}
-        result = payloads(subscriber, "edgebox/dev/streams/road/results")[-1]
+        result = payloads(subscriber, results)[-1]
         assert result["schema"]["name"] == "edgebox.stream_result"
         assert isinstance(result["outputs"]["lanes"], list)
         loaded = [
             e
-            for e in payloads(subscriber, "edgebox/dev/events")
+            for e in payloads(subscriber, f"edgebox/{device_id}/events")
             if e["schema"]["name"] == "edgebox.model_state" and e["model"] == "lane_detector"
         ]
         assert {"READY"} <= {e["state"] for e in loaded}
@@ -110,21 +117,21 @@ def test_subscriber_sees_status_model_events_and_lane_results(demo_repository, m
                 json.loads(m.payload).get("model") == "late_add_sub"
                 and json.loads(m.payload).get("state") == "READY"
                 for m in ms
-                if m.topic == "edgebox/dev/events"
+                if m.topic == f"edgebox/{device_id}/events"
             ),
             timeout_s=30,
             what="the event for a model dropped into the repository",
         )
 
 
-def test_last_will_says_offline_after_sigkill(tmp_path, mosquitto):
-    repository = tmp_path / "models"
-    add_add_sub(repository)
+def test_last_will_says_offline_after_sigkill(tmp_path, mosquitto, device_id, add_sub_repository):
     daemon = DaemonProcess(
-        repository, tmp_path / "daemon.log", mqtt_args(mosquitto, tmp_path / "s")
+        add_sub_repository,
+        tmp_path / "daemon.log",
+        daemon_mqtt_flags(mosquitto.url, device_id, tmp_path / "s"),
     )
     daemon.start()
-    with Subscriber(mosquitto, "edgebox/dev/status") as subscriber:
+    with Subscriber(mosquitto, f"edgebox/{device_id}/status") as subscriber:
         subscriber.wait_for(lambda ms: ms, what="the retained online status")
         daemon.process.send_signal(signal.SIGKILL)
         daemon.process.wait(10)
@@ -136,19 +143,17 @@ def test_last_will_says_offline_after_sigkill(tmp_path, mosquitto):
     assert document["schema"] == {"name": "edgebox.status", "version": 1}
 
 
-def test_sigkill_while_the_broker_is_down_loses_nothing_written_and_reuses_no_identity(tmp_path, mosquitto):
-    repository = tmp_path / "models"
-    add_add_sub(repository)
+@pytest.mark.private_broker
+def test_sigkill_while_the_broker_is_down_loses_nothing_written_and_reuses_no_identity(
+    tmp_path, mosquitto, device_id, add_sub_repository
+):
     spool = tmp_path / "spool.sqlite"
     args = [
-        *mqtt_args(mosquitto, spool),
-        "--model-control-mode",
-        "explicit",
-        "--load-model",
-        "add_sub",
+        *daemon_mqtt_flags(mosquitto.url, device_id, spool),
+        *explicit_control("add_sub"),
     ]
-    with Subscriber(mosquitto, "edgebox/dev/events") as subscriber:
-        first = DaemonProcess(repository, tmp_path / "first.log", args).start()
+    with Subscriber(mosquitto, f"edgebox/{device_id}/events") as subscriber:
+        first = DaemonProcess(add_sub_repository, tmp_path / "first.log", args).start()
         subscriber.wait_for(lambda ms: ms, what="the first run's events")
         mosquitto.stop()
         for _ in range(3):
@@ -156,17 +161,19 @@ def test_sigkill_while_the_broker_is_down_loses_nothing_written_and_reuses_no_id
             post(first, "/v2/repository/models/add_sub/load")
         # Killed only once they are committed: events still in the bus queue
         # are in memory, and kill -9 loses those by design.
-        wait_for(lambda: offline_cycles_spooled(spool), what="the offline events in the spool")
+        wait_for(
+            lambda: offline_cycles_spooled(spool, device_id), what="the offline events in the spool"
+        )
         first.process.send_signal(signal.SIGKILL)
         first.process.wait(10)
 
     mosquitto.restart()
     with (
-        Subscriber(mosquitto, "edgebox/dev/events") as subscriber,
-        DaemonProcess(repository, tmp_path / "second.log", args),
+        Subscriber(mosquitto, f"edgebox/{device_id}/events") as subscriber,
+        DaemonProcess(add_sub_repository, tmp_path / "second.log", args),
     ):
         subscriber.wait_for(
-            lambda ms: len(add_sub_states(ms)) >= 7,
+            lambda ms: len(add_sub_states(ms, device_id)) >= 7,
             timeout_s=30,
             what=f"the offline run's events after the restart ({tmp_path})",
         )
@@ -175,7 +182,7 @@ def test_sigkill_while_the_broker_is_down_loses_nothing_written_and_reuses_no_id
     # messages. The run after the kill starts an epoch of its own.
     by_identity: dict[tuple[str, int], bytes] = {}
     epochs: list[str] = []
-    for message in subscriber.messages("edgebox/dev/events"):
+    for message in subscriber.messages(f"edgebox/{device_id}/events"):
         document = json.loads(message.payload)
         identity = (document["epoch"], document["seq"])
         assert by_identity.setdefault(identity, message.payload) == message.payload, identity
@@ -196,33 +203,21 @@ def test_sigkill_while_the_broker_is_down_loses_nothing_written_and_reuses_no_id
     assert any(states[i : i + 6] == offline for i in range(len(states))), states
 
 
-def publishing_add_sub(repository) -> None:
-    model_dir = add_add_sub(repository)
-    config = model_dir / "config.pbtxt"
-    config.write_text(
-        config.read_text() + 'parameters { key: "mqtt_publish" value { string_value: "true" } }\n'
-    )
-
-
 def add_sub_inputs(client_module):
     a = np.arange(16, dtype=np.float32).reshape(1, 16)
     b = np.ones((1, 16), dtype=np.float32)
-    inputs = [
-        client_module.InferInput("INPUT0", [1, 16], "FP32"),
-        client_module.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    inputs[0].set_data_from_numpy(a)
-    inputs[1].set_data_from_numpy(b)
-    return a, b, inputs
+    return a, b, add_sub_infer_inputs(client_module, a, b)
 
 
-def test_an_opted_in_model_publishes_its_http_and_grpc_answers(tmp_path, mosquitto):
+def test_an_opted_in_model_publishes_its_http_and_grpc_answers(tmp_path, mosquitto, device_id):
     repository = tmp_path / "models"
-    publishing_add_sub(repository)
+    add_publishing_add_sub(repository)
     with (
-        Subscriber(mosquitto, "edgebox/dev/models/#") as subscriber,
+        Subscriber(mosquitto, f"edgebox/{device_id}/models/#") as subscriber,
         DaemonProcess(
-            repository, tmp_path / "daemon.log", mqtt_args(mosquitto, tmp_path / "spool")
+            repository,
+            tmp_path / "daemon.log",
+            daemon_mqtt_flags(mosquitto.url, device_id, tmp_path / "spool"),
         ) as daemon,
     ):
         a, b, inputs = add_sub_inputs(httpclient)
@@ -241,19 +236,23 @@ def test_an_opted_in_model_publishes_its_http_and_grpc_answers(tmp_path, mosquit
         assert document["outputs"]["OUTPUT1"] == (a - b).tolist()
 
 
-def test_a_version_swap_in_poll_mode_is_two_events(tmp_path, mosquitto):
-    repository = tmp_path / "models"
-    add_add_sub(repository)
+def test_a_version_swap_in_poll_mode_is_two_events(
+    tmp_path, mosquitto, device_id, add_sub_repository
+):
     with (
-        Subscriber(mosquitto, "edgebox/dev/events") as subscriber,
+        Subscriber(mosquitto, f"edgebox/{device_id}/events") as subscriber,
         DaemonProcess(
-            repository,
+            add_sub_repository,
             tmp_path / "daemon.log",
-            [*mqtt_args(mosquitto, tmp_path / "spool"), "--repository-poll-secs", "0.2"],
+            [
+                *daemon_mqtt_flags(mosquitto.url, device_id, tmp_path / "spool"),
+                "--repository-poll-secs",
+                "0.2",
+            ],
         ),
     ):
         subscriber.wait_for(lambda ms: ms, what="the first events")
-        add_add_sub(repository, versions=(2,))
+        add_add_sub(add_sub_repository, versions=(2,))
 
         def swap(messages):
             states = [
@@ -270,7 +269,7 @@ def test_a_version_swap_in_poll_mode_is_two_events(tmp_path, mosquitto):
 @pytest.mark.parametrize("broker", ["down", "silent"])
 def test_a_broker_in_trouble_fails_no_http_request(tmp_path, broker):
     repository = tmp_path / "models"
-    publishing_add_sub(repository)
+    add_publishing_add_sub(repository)
     with SilentBroker() as silent:
         url = silent.url if broker == "silent" else f"mqtt://127.0.0.1:{free_loopback_port()}"
         args = ["--mqtt-url", url, "--mqtt-spool-path", str(tmp_path / "spool.sqlite")]
@@ -288,11 +287,12 @@ def test_a_broker_in_trouble_fails_no_http_request(tmp_path, broker):
                 assert sum(pool.map(client_loop, range(4))) == 400
 
 
+@pytest.mark.private_broker
 def test_every_result_seq_arrives_in_order_across_a_ten_second_outage(
-    demo_repository, mosquitto, tmp_path
+    demo_repository, mosquitto, tmp_path, device_id
 ):
     spool = tmp_path / "spool.sqlite"
-    topic = "edgebox/dev/streams/road/results"
+    topic = f"edgebox/{device_id}/streams/road/results"
 
     def seqs(subscriber: Subscriber) -> list[int]:
         return [json.loads(m.payload)["seq"] for m in subscriber.messages(topic)]
@@ -304,7 +304,7 @@ def test_every_result_seq_arrives_in_order_across_a_ten_second_outage(
     with DaemonProcess(
         demo_repository,
         tmp_path / "daemon.log",
-        mqtt_args(mosquitto, spool),
+        daemon_mqtt_flags(mosquitto.url, device_id, spool),
         env={"EDGEBOX_STREAMS": STREAM},
     ) as daemon:
         with Subscriber(mosquitto, topic) as before:

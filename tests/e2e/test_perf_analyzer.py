@@ -16,22 +16,10 @@ from pathlib import Path
 import pytest
 
 from daemon_process import DaemonProcess
-from model_fixtures import write_model
+from model_fixtures import PYTHON_BACKEND, add_sub_tensors, model_config, write_model
 from scripts.perf_analyzer import DEFAULT_HOME, PerfAnalyzer
 
-SIMPLE_CONFIG = """
-name: "simple"
-backend: "python"
-max_batch_size: 8
-input [
-  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-output [
-  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-"""
+SIMPLE_CONFIG = model_config("simple", PYTHON_BACKEND, *add_sub_tensors("INT32"), max_batch_size=8)
 """Triton's ``simple`` example model (sum and difference), which perf_analyzer's
 documentation runs against; a python model here."""
 
@@ -69,12 +57,9 @@ def perf_analyzer() -> PerfAnalyzer:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory, perf_analyzer):
-    root = tmp_path_factory.mktemp("perf-analyzer")
-    repository = root / "repo"
+def repository(repository):
     write_model(repository, "simple", SIMPLE_CONFIG, {"1/model.py": SIMPLE_PY})
-    with DaemonProcess(repository, root / "daemon.log", []) as process:
-        yield process
+    return repository
 
 
 def failures(daemon: DaemonProcess) -> int:

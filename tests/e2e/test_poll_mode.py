@@ -9,7 +9,7 @@ import numpy as np
 import tritonclient.http as httpclient
 
 from daemon_process import wait_for
-from model_fixtures import add_add_sub
+from model_fixtures import add_add_sub, add_sub_infer_inputs
 from scripts.onnx_builders import build_add_sub
 
 
@@ -22,12 +22,7 @@ def served_versions(client, model: str) -> list[str]:
 
 def infer_version(client, model: str) -> str:
     a = np.ones((1, 16), dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [1, 16], "FP32"),
-        httpclient.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    inputs[0].set_data_from_numpy(a)
-    inputs[1].set_data_from_numpy(a)
+    inputs = add_sub_infer_inputs(httpclient, a, a)
     return client.infer(model, inputs).get_response()["model_version"]
 
 

@@ -12,15 +12,12 @@ import pytest
 import tritonclient.http as httpclient
 from prometheus_client.parser import text_string_to_metric_families
 
-from daemon_process import wait_for
-from model_fixtures import write_model
+from daemon_process import explicit_control, wait_for
+from model_fixtures import PYTHON_BACKEND, model_config, write_model
 
-CONFIG = """
-name: "counting"
-backend: "python"
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
-"""
+CONFIG = model_config(
+    "counting", PYTHON_BACKEND, {"IN": ("FP32", [-1])}, {"OUT": ("FP32", [-1])}, max_batch_size=None
+)
 ISOLATED = """
 instance_group [ { count: 2 kind: KIND_CPU } ]
 parameters { key: "EDGEBOX_ISOLATION" value: { string_value: "process" } }
@@ -81,7 +78,7 @@ def test_custom_counter_and_histogram_show_on_the_metrics_endpoint(
     repository = tmp_path / "repo"
     config = CONFIG + (ISOLATED if isolated else "")
     write_model(repository, "counting", config, {"1/model.py": MODEL})
-    daemon = start_daemon(repository, "--model-control-mode", "explicit", "--load-model", "*")
+    daemon = start_daemon(repository, *explicit_control("*"))
     with httpclient.InferenceServerClient(daemon.url) as client:
         for size in (1, 4, 16):
             tensor = httpclient.InferInput("IN", [size], "FP32")

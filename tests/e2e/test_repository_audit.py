@@ -8,13 +8,13 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import add_add_sub
+from daemon_process import explicit_control
 
 
-def test_loads_and_unloads_name_the_api_the_address_and_the_outcome(tmp_path, start_daemon):
-    repository = tmp_path / "models"
-    add_add_sub(repository)
-    daemon = start_daemon(repository, "--model-control-mode", "explicit")
+def test_loads_and_unloads_name_the_api_the_address_and_the_outcome(
+    add_sub_repository, start_daemon
+):
+    daemon = start_daemon(add_sub_repository, *explicit_control())
     http = httpclient.InferenceServerClient(daemon.url.removeprefix("http://"))
     grpc = grpcclient.InferenceServerClient(daemon.grpc_url)
 

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
-from model_fixtures import copy_demo_repository
+from daemon_process import explicit_control
+from model_fixtures import add_sub_infer_inputs, copy_demo_repository
 
 SEED = int(os.environ.get("EDGEBOX_FUZZ_SEED", "20261125"))
 CASES = int(os.environ.get("EDGEBOX_FUZZ_CASES", "30000"))
@@ -33,30 +34,20 @@ GZIP_BOMB = gzip.compress(b"[" * (2 * MAX_REQUEST_BYTES))
 INPUTS = {"add_sub": ("INPUT0", "INPUT1"), "multiply": ("A", "B"), "square_diff": ("A", "B")}
 
 
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
+pytestmark = pytest.mark.daemon_flags(
+    *explicit_control("*"),
+    *("--max-request-bytes", str(MAX_REQUEST_BYTES)),
+    *("--http-restricted-api", "statistics:fuzz-key=not-sent"),
+)
 
-    root = tmp_path_factory.mktemp("fuzz")
-    repository = copy_demo_repository(root / "repo")
+
+@pytest.fixture(scope="module")
+def repository(repository):
+    copy_demo_repository(repository)
     for folder in ("lane_pipeline", "lane_preprocess", "lane_postprocess", "lane_detector"):
         # The lane models cost seconds to load and add nothing a fuzzer needs.
         shutil.rmtree(repository / folder)
-    with DaemonProcess(
-        repository,
-        root / "daemon.log",
-        [
-            "--model-control-mode",
-            "explicit",
-            "--load-model",
-            "*",
-            "--max-request-bytes",
-            str(MAX_REQUEST_BYTES),
-            "--http-restricted-api",
-            "statistics:fuzz-key=not-sent",
-        ],
-    ) as process:
-        yield process
+    return repository
 
 
 def _valid_request(rng: random.Random, model: str) -> dict:
@@ -321,12 +312,7 @@ def test_fuzzed_requests_get_json_client_errors_and_the_daemon_keeps_answering(d
     client = httpclient.InferenceServerClient(daemon.url)
     a = np.arange(16, dtype=np.float32).reshape(1, 16)
     b = np.full((1, 16), 2, dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [1, 16], "FP32"),
-        httpclient.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    inputs[0].set_data_from_numpy(a)
-    inputs[1].set_data_from_numpy(b)
+    inputs = add_sub_infer_inputs(httpclient, a, b)
     result = client.infer("add_sub", inputs)
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a + b)
     np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), a - b)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,31 +19,16 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import PYTHON_XY_CONFIG, write_model
-
-IDENTITY_MODEL = """
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                output_tensors=[pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]
-            )
-            for r in requests
-        ]
-"""
+from cli_helpers import run_edgebox
+from daemon_process import explicit_control
+from model_fixtures import add_python_xy
 
 RESTRICTED = "This API is restricted, expecting header 'admin-key'"
 
 
-def xy_repository(root: Path) -> Path:
-    repository = root / "repo"
+def xy_repository(repository: Path) -> Path:
     for name in ("xy", "never_loaded"):
-        write_model(
-            repository, name, PYTHON_XY_CONFIG.format(name=name), {"1/model.py": IDENTITY_MODEL}
-        )
+        add_python_xy(repository, name)
     return repository
 
 
@@ -56,29 +40,24 @@ def api_key_file(root: Path, mode: int = 0o600) -> Path:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
+def repository(repository):
+    return xy_repository(repository)
 
-    root = tmp_path_factory.mktemp("restricted")
-    with DaemonProcess(
-        xy_repository(root),
-        root / "daemon.log",
-        [
-            "--model-control-mode",
-            "explicit",
-            "--http-restricted-api",
-            "model-repository,statistics:admin-key=secret",
-            "--api-key-file",
-            str(api_key_file(root)),
-        ],
-    ) as process:
-        yield process
+
+@pytest.fixture(scope="module")
+def daemon_args(module_path):
+    return [
+        *explicit_control(),
+        "--http-restricted-api",
+        "model-repository,statistics:admin-key=secret",
+        "--api-key-file",
+        str(api_key_file(module_path)),
+    ]
 
 
 @pytest.fixture
-def client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
+def client(http_client):
+    return http_client
 
 
 def refusal(call) -> tuple[str, str]:
@@ -125,46 +104,25 @@ def test_the_api_key_does_not_open_an_explicit_group(client) -> None:
     assert refusal(lambda: client.get_model_repository_index(headers=key)) == ("403", RESTRICTED)
 
 
-def test_loopback_client_needs_no_key_for_the_default_restriction(tmp_path: Path) -> None:
-    from daemon_process import DaemonProcess
-
-    process = DaemonProcess(
-        xy_repository(tmp_path),
-        tmp_path / "daemon.log",
-        ["--model-control-mode", "explicit", "--api-key-file", str(api_key_file(tmp_path))],
-    ).start()
-    try:
-        with httpclient.InferenceServerClient(process.url) as client:
-            client.load_model("xy")
-            assert client.is_model_ready("xy")
-    finally:
-        assert process.stop() == 0, process.log()
+def test_loopback_client_needs_no_key_for_the_default_restriction(
+    tmp_path: Path, start_daemon
+) -> None:
+    process = start_daemon(
+        xy_repository(tmp_path / "repo"),
+        *explicit_control(),
+        *("--api-key-file", str(api_key_file(tmp_path))),
+    )
+    with httpclient.InferenceServerClient(process.url) as client:
+        client.load_model("xy")
+        assert client.is_model_ready("xy")
 
 
 def serve_and_fail(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEBOX_")}
     config = tmp_path / "empty.yaml"
     config.write_text("{}\n")
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "edgebox",
-            "serve",
-            "--config",
-            str(config),
-            "--model-repository",
-            str(tmp_path),
-            "--host",
-            "127.0.0.1",
-            "--http-port",
-            "0",
-            *flags,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
+    return run_edgebox(
+        *("serve", "--config", str(config), "--model-repository", str(tmp_path)),
+        *("--host", "127.0.0.1", "--http-port", "0", *flags),
     )
 
 

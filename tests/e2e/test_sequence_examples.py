@@ -24,7 +24,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from daemon_process import DaemonProcess, wait_for
+from daemon_process import wait_for
 from scripts.sequence_onnx import main as build_sequence_models
 from sequence_models import sequence_py_source, write_sequence_py
 
@@ -33,33 +33,28 @@ VALUES = [11, 7, 5, 3, 2, 0, 1]
 STREAM_TIMEOUT_S = 30
 
 
+pytestmark = pytest.mark.daemon_flags(
+    "--model-control-mode", "poll", "--repository-poll-secs", "0.2"
+)
+
+
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("sequence")
-    repository = folder / "models"
-    repository.mkdir()
+def repository(repository):
     assert build_sequence_models([str(repository)]) == 0
     write_sequence_py(repository)
     write_sequence_py(repository, "sequence_swap")
     write_sequence_py(repository, "sequence_backlog")
-    args = ["--model-control-mode", "poll", "--repository-poll-secs", "0.2"]
-    with DaemonProcess(repository, folder / "daemon.log", args) as started:
-        started.repository = repository
-        yield started
+    return repository
 
 
 @pytest.fixture
-def http(daemon):
-    client = httpclient.InferenceServerClient(daemon.url)
-    yield client
-    client.close()
+def http(http_client):
+    return http_client
 
 
 @pytest.fixture
-def grpc(daemon):
-    client = grpcclient.InferenceServerClient(daemon.grpc_url)
-    yield client
-    client.close()
+def grpc(grpc_client):
+    return grpc_client
 
 
 def _inputs(module, value: int, batch_size: int = 1):

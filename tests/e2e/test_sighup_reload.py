@@ -9,7 +9,6 @@ import re
 import signal
 
 from daemon_process import DaemonProcess, wait_for
-from model_fixtures import add_add_sub
 from mosquitto_broker import MosquittoBroker, Subscriber
 from scripts.demo_broker import free_loopback_port
 
@@ -27,12 +26,12 @@ def hang_up(daemon: DaemonProcess, reloads_before: int) -> str:
     )
 
 
-def test_sighup_applies_streams_names_restart_settings_and_survives_a_typo(tmp_path, start_daemon):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
+def test_sighup_applies_streams_names_restart_settings_and_survives_a_typo(
+    tmp_path, start_daemon, add_sub_repository
+):
     config = tmp_path / "edgebox.yaml"
     config.write_text(f"streams:\n  - {ROAD.format(name='first')}\n")
-    daemon = start_daemon(repository, "--config", str(config))
+    daemon = start_daemon(add_sub_repository, "--config", str(config))
     wait_for(
         lambda: "stream 'first': 'synthetic:road' -> model 'add_sub'" in daemon.log(),
         what="stream 'first' to start",
@@ -61,21 +60,23 @@ def test_sighup_applies_streams_names_restart_settings_and_survives_a_typo(tmp_p
     assert "stream 'second': stopped" not in log
 
 
-def test_sighup_moves_mqtt_to_another_broker_keeping_the_spool(mosquitto, tmp_path, start_daemon):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
+def test_sighup_moves_mqtt_to_another_broker_keeping_the_spool(
+    mosquitto, tmp_path, start_daemon, device_id, add_sub_repository
+):
     spool = tmp_path / "spool.sqlite"
     config = tmp_path / "edgebox.yaml"
 
     def write_config(url: str) -> None:
-        config.write_text(f"mqtt: {{url: '{url}', device_id: dev, spool_path: '{spool}'}}\n")
+        config.write_text(
+            f"mqtt: {{url: '{url}', device_id: {device_id}, spool_path: '{spool}'}}\n"
+        )
 
     write_config(mosquitto.url)
     with (
         MosquittoBroker(tmp_path / "second-broker") as second,
-        Subscriber(second, "edgebox/dev/status") as watcher,
+        Subscriber(second, f"edgebox/{device_id}/status") as watcher,
     ):
-        daemon = start_daemon(repository, "--config", str(config))
+        daemon = start_daemon(add_sub_repository, "--config", str(config))
         wait_for(
             lambda: f"MQTT: connected to 127.0.0.1:{mosquitto.port}" in daemon.log(),
             what="the daemon to reach the first broker",
@@ -100,20 +101,18 @@ def test_sighup_moves_mqtt_to_another_broker_keeping_the_spool(mosquitto, tmp_pa
 
 
 def test_messages_spooled_for_an_unreachable_broker_reach_the_one_a_sighup_names(
-    mosquitto, tmp_path, start_daemon
+    mosquitto, tmp_path, start_daemon, device_id, add_sub_repository
 ):
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
     spool = tmp_path / "spool.sqlite"
     config = tmp_path / "edgebox.yaml"
     dead = f"mqtt://127.0.0.1:{free_loopback_port()}"
-    config.write_text(f"mqtt: {{url: '{dead}', device_id: dev, spool_path: '{spool}'}}\n")
-    with Subscriber(mosquitto, "edgebox/dev/events") as watcher:
-        daemon = start_daemon(repository, "--config", str(config))
+    config.write_text(f"mqtt: {{url: '{dead}', device_id: {device_id}, spool_path: '{spool}'}}\n")
+    with Subscriber(mosquitto, f"edgebox/{device_id}/events") as watcher:
+        daemon = start_daemon(add_sub_repository, "--config", str(config))
         wait_for(lambda: "unreachable" in daemon.log(), what="the daemon to start spooling")
 
         config.write_text(
-            f"mqtt: {{url: '{mosquitto.url}', device_id: dev, spool_path: '{spool}'}}\n"
+            f"mqtt: {{url: '{mosquitto.url}', device_id: {device_id}, spool_path: '{spool}'}}\n"
         )
         hang_up(daemon, 0)
 
@@ -125,16 +124,16 @@ def test_messages_spooled_for_an_unreachable_broker_reach_the_one_a_sighup_names
             ],
             what="the spooled READY event of 'add_sub' on the new broker",
         )
-        assert events[0]["device"] == "dev"
+        assert events[0]["device"] == device_id
         assert daemon.stop() == 0
 
 
-def test_sighup_after_fixing_the_broker_password_logs_in_at_once(tmp_path, start_daemon):
+def test_sighup_after_fixing_the_broker_password_logs_in_at_once(
+    tmp_path, start_daemon, add_sub_repository
+):
     """Issue 19: the same password_file path with a fixed password inside was
     "nothing applied", and the daemon waited out its slow re-login backoff
     (30 s and up) before trying again."""
-    repository = tmp_path / "repo"
-    add_add_sub(repository)
     password_file = tmp_path / "mqtt.password"
     password_file.write_text("wrong\n")
     config = tmp_path / "edgebox.yaml"
@@ -143,7 +142,7 @@ def test_sighup_after_fixing_the_broker_password_logs_in_at_once(tmp_path, start
             f"mqtt: {{url: '{broker.url}', device_id: dev, spool_path: '{tmp_path}/spool', "
             f"username: edge, password_file: '{password_file}'}}\n"
         )
-        daemon = start_daemon(repository, "--config", str(config))
+        daemon = start_daemon(add_sub_repository, "--config", str(config))
         wait_for(lambda: "refused the login" in daemon.log(), what="the refused login")
 
         password_file.write_text("s3cr3t-pw\n")

@@ -18,9 +18,15 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-from daemon_process import DaemonProcess, wait_for
-from model_fixtures import PYTHON_XY_CONFIG, add_add_sub, write_model
-from mosquitto_broker import Subscriber
+from daemon_process import DaemonProcess, explicit_control, wait_for
+from model_fixtures import (
+    PYTHON_XY_CONFIG,
+    add_add_sub,
+    add_publishing_add_sub,
+    add_sub_infer_inputs,
+    write_model,
+)
+from mosquitto_broker import Subscriber, daemon_mqtt_flags
 from scripts.demo_broker import free_loopback_port
 
 STREAM_END_TEXT = "the server is shutting down; this stream takes no more requests"
@@ -168,47 +174,29 @@ def test_a_model_that_never_returns_is_cut_at_exit_timeout_and_exit_is_zero(tmp_
         daemon.stop()
 
 
-def publishing_add_sub(repository) -> None:
-    config = add_add_sub(repository) / "config.pbtxt"
-    config.write_text(
-        config.read_text() + 'parameters { key: "mqtt_publish" value { string_value: "true" } }\n'
-    )
-
-
-def mqtt_args(url: str, spool) -> list[str]:
-    return [
-        "--mqtt-url",
-        url,
-        "--mqtt-device-id",
-        "dev",
-        "--mqtt-spool-path",
-        str(spool),
-        "--model-control-mode",
-        "explicit",
-        "--load-model",
-        "add_sub",
-    ]
+def mqtt_args(url: str, device_id: str, spool) -> list[str]:
+    flags = daemon_mqtt_flags(url, device_id, spool)
+    return [*flags, *explicit_control("add_sub")]
 
 
 def shutdown_unload(documents: list[dict]) -> bool:
     return any(d.get("model") == "add_sub" and d.get("state") == "UNLOADING" for d in documents)
 
 
-def test_events_of_the_shutdown_reach_the_broker_before_exit(tmp_path, mosquitto):
+def test_events_of_the_shutdown_reach_the_broker_before_exit(tmp_path, mosquitto, device_id):
     spool = tmp_path / "spool.sqlite"
-    with Subscriber(mosquitto, "edgebox/dev/#") as subscriber:
-        publishing_add_sub(tmp_path / "models")
+    with Subscriber(mosquitto, f"edgebox/{device_id}/#") as subscriber:
+        add_publishing_add_sub(tmp_path / "models")
         daemon = DaemonProcess(
-            tmp_path / "models", tmp_path / "daemon.log", mqtt_args(mosquitto.url, spool)
+            tmp_path / "models", tmp_path / "daemon.log", mqtt_args(mosquitto.url, device_id, spool)
         ).start()
         subscriber.wait_for(
-            lambda ms: any(m.topic == "edgebox/dev/status" for m in ms), what="status online"
+            lambda ms: any(m.topic == f"edgebox/{device_id}/status" for m in ms),
+            what="status online",
         )
         with httpclient.InferenceServerClient(daemon.url) as client:
-            inputs = [httpclient.InferInput(n, [1, 16], "FP32") for n in ("INPUT0", "INPUT1")]
-            for tensor in inputs:
-                tensor.set_data_from_numpy(np.ones((1, 16), np.float32))
-            client.infer("add_sub", inputs)
+            ones = np.ones((1, 16), np.float32)
+            client.infer("add_sub", add_sub_infer_inputs(httpclient, ones, ones))
         assert daemon.stop() == 0, daemon.log()
         # The unload at shutdown is queued after every request finished, just
         # before the MQTT thread stops: it must still go out.
@@ -231,10 +219,10 @@ def test_events_of_the_shutdown_reach_the_broker_before_exit(tmp_path, mosquitto
 
 def test_events_of_the_shutdown_are_spooled_when_the_broker_is_down(tmp_path):
     spool = tmp_path / "spool.sqlite"
-    publishing_add_sub(tmp_path / "models")
+    add_publishing_add_sub(tmp_path / "models")
     url = f"mqtt://127.0.0.1:{free_loopback_port()}"
     daemon = DaemonProcess(
-        tmp_path / "models", tmp_path / "daemon.log", mqtt_args(url, spool)
+        tmp_path / "models", tmp_path / "daemon.log", mqtt_args(url, "dev", spool)
     ).start()
     assert daemon.stop() == 0, daemon.log()
     with sqlite3.connect(spool) as db:

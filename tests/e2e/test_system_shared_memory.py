@@ -18,25 +18,18 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
-from test_tritonclient_http import TYPES_MODEL, TYPES_MODEL_PY
 from tritonclient.utils import InferenceServerException, serialize_byte_tensor, triton_to_np_dtype
 
-from model_fixtures import add_add_sub, write_model
+from model_fixtures import add_add_sub, add_types
 
 CUDA_TEXT = "CUDA shared memory is not supported on this device (Jetson has no CUDA IPC)"
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("shm-e2e")
-    repository = root / "repo"
-    repository.mkdir()
+def repository(repository):
     add_add_sub(repository)
-    write_model(repository, "types", TYPES_MODEL, {"1/model.py": TYPES_MODEL_PY})
-    with DaemonProcess(repository, root / "daemon.log", []) as process:
-        yield process
+    add_types(repository)
+    return repository
 
 
 @pytest.fixture(params=["http", "grpc"])
@@ -320,21 +313,14 @@ def test_http_routes_and_extensions(daemon):
         assert "system_shared_memory" in client.get_server_metadata().extensions
 
 
-def test_region_limits_come_from_the_settings(tmp_path, regions):
-    from daemon_process import DaemonProcess
-
+def test_region_limits_come_from_the_settings(tmp_path, regions, start_daemon):
     repository = tmp_path / "repo"
     repository.mkdir()
-    process = DaemonProcess(
-        repository, tmp_path / "daemon.log", ["--shared-memory-max-regions", "1"]
-    ).start()
-    try:
-        with httpclient.InferenceServerClient(process.url) as client:
-            _, key = regions("first", 16)
-            client.register_system_shared_memory("first", key, 16)
-            assert raised(client.register_system_shared_memory, "second", key, 16) == (
-                "system shared memory region 'second': 1 regions are registered, the most "
-                "allowed (shared_memory_max_regions 1)"
-            )
-    finally:
-        assert process.stop() == 0, process.log()
+    process = start_daemon(repository, "--shared-memory-max-regions", "1")
+    with httpclient.InferenceServerClient(process.url) as client:
+        _, key = regions("first", 16)
+        client.register_system_shared_memory("first", key, 16)
+        assert raised(client.register_system_shared_memory, "second", key, 16) == (
+            "system shared memory region 'second': 1 regions are registered, the most "
+            "allowed (shared_memory_max_regions 1)"
+        )

@@ -10,6 +10,7 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 import triton_answers
+from daemon_process import explicit_control
 from model_fixtures import PYTHON_XY_CONFIG, add_add_sub, write_model
 
 FAILING_MODEL = """
@@ -22,19 +23,16 @@ class TritonPythonModel:
 """
 
 
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
+pytestmark = pytest.mark.daemon_flags(*explicit_control("add_sub"), "--server-name", "triton")
 
-    root = tmp_path_factory.mktemp("triton-answers")
-    repository = root / "repo"
+
+@pytest.fixture(scope="module")
+def repository(repository):
     add_add_sub(repository)
     write_model(repository, "broken", PYTHON_XY_CONFIG.format(name="broken"))
     (repository / "broken" / "1").mkdir()
     (repository / "broken" / "1" / "model.py").write_text(FAILING_MODEL)
-    args = ["--model-control-mode", "explicit", "--load-model", "add_sub"]
-    with DaemonProcess(repository, root / "daemon.log", [*args, "--server-name", "triton"]) as d:
-        yield d
+    return repository
 
 
 @pytest.fixture(params=["http", "grpc"])

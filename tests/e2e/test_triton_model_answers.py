@@ -14,17 +14,8 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 import triton_answers
-from daemon_process import wait_for
-from model_fixtures import write_model
-
-CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: {batch}
-input [ {{ name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }} ]
-output [ {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }} ]
-instance_group [ {{ kind: KIND_CPU }} ]
-"""
+from daemon_process import explicit_control, wait_for
+from model_fixtures import PYTHON_BACKEND, ensemble_config, model_config, write_model
 
 MODEL = """
 import numpy as np
@@ -41,17 +32,12 @@ class TritonPythonModel:
         return responses
 """
 
-ENSEMBLE = """
-name: "ens"
-platform: "ensemble"
-max_batch_size: 0
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ 4 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] } ]
-ensemble_scheduling { step [ {
-  model_name: "plain" model_version: -1
-  input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" }
-} ] }
-"""
+ENSEMBLE = ensemble_config(
+    "ens",
+    {"IN": ("FP32", [4])},
+    {"OUT": ("FP32", [4])},
+    [("plain", {"INPUT0": "IN"}, {"OUTPUT0": "OUT"})],
+)
 
 OVERRIDE = {
     "backend": "python",
@@ -66,17 +52,29 @@ def add_python(repository, name: str, dtype: str, batch: int = 0) -> None:
     write_model(
         repository,
         name,
-        CONFIG.format(name=name, batch=batch),
+        model_config(
+            name,
+            PYTHON_BACKEND,
+            {"INPUT0": ("FP32", [4])},
+            {"OUTPUT0": ("FP32", [4])},
+            max_batch_size=batch,
+            extra="instance_group [ { kind: KIND_CPU } ]",
+        ),
         {"1/model.py": MODEL.format(dtype=dtype)},
     )
 
 
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
+LOADED = [
+    *(f"as_{dtype}" for dtype in triton_answers.OUTPUT_DTYPE_PASSTHROUGH),
+    "as_float64_batched",
+    "ens",
+]
 
-    root = tmp_path_factory.mktemp("triton-model-answers")
-    repository = root / "repo"
+pytestmark = pytest.mark.daemon_flags(*explicit_control(*LOADED))
+
+
+@pytest.fixture(scope="module")
+def repository(repository):
     for dtype in triton_answers.OUTPUT_DTYPE_PASSTHROUGH:
         add_python(repository, f"as_{dtype}", dtype)
     add_python(repository, "as_float64_batched", "float64", batch=8)
@@ -84,13 +82,7 @@ def daemon(tmp_path_factory):
     add_python(repository, "overridden", "float32")
     write_model(repository, "ens", ENSEMBLE)
     (repository / "ens" / "1").mkdir()
-    models = [f"as_{dtype}" for dtype in triton_answers.OUTPUT_DTYPE_PASSTHROUGH]
-    loads = [
-        arg for name in [*models, "as_float64_batched", "ens"] for arg in ("--load-model", name)
-    ]
-    args = ["--model-control-mode", "explicit", *loads]
-    with DaemonProcess(repository, root / "daemon.log", args) as d:
-        yield d
+    return repository
 
 
 def http_infer(client, model: str, shape: list[int]):

@@ -16,25 +16,23 @@ import tritonclient.http as httpclient
 import tritonclient.http.aio as httpaio
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import copy_demo_repository, write_model
+from daemon_process import explicit_control
+from model_fixtures import (
+    PYTHON_BACKEND,
+    add_sub_infer_inputs,
+    add_sub_tensors,
+    copy_demo_repository,
+    model_config,
+    write_model,
+)
 
 CALLBACK_TIMEOUT_S = 30
 
 # Two BYTES inputs holding decimal integers, answered as their sum and
 # difference in decimal text: the shape of Triton's `simple_string` model.
-STRING_MODEL = """
-name: "simple_string"
-backend: "python"
-max_batch_size: 8
-input [
-  { name: "INPUT0" data_type: TYPE_STRING dims: [ 16 ] },
-  { name: "INPUT1" data_type: TYPE_STRING dims: [ 16 ] }
-]
-output [
-  { name: "OUTPUT0" data_type: TYPE_STRING dims: [ 16 ] },
-  { name: "OUTPUT1" data_type: TYPE_STRING dims: [ 16 ] }
-]
-"""
+STRING_MODEL = model_config(
+    "simple_string", PYTHON_BACKEND, *add_sub_tensors("STRING"), max_batch_size=8
+)
 
 STRING_MODEL_PY = """
 import numpy as np
@@ -66,13 +64,7 @@ class TritonPythonModel:
 
 # A model slower than the client is willing to wait: what the examples'
 # client_timeout option guards against.
-SLOW_MODEL = """
-name: "slow"
-backend: "python"
-max_batch_size: 0
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]
-"""
+SLOW_MODEL = model_config("slow", PYTHON_BACKEND, {"IN": ("FP32", [1])}, {"OUT": ("FP32", [1])})
 
 SLOW_MODEL_PY = """
 import time
@@ -92,46 +84,21 @@ class TritonPythonModel:
 """
 
 
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
+pytestmark = pytest.mark.daemon_flags(*explicit_control("*"))
 
-    root = tmp_path_factory.mktemp("examples-e2e")
-    repository = copy_demo_repository(root / "repo")
+
+@pytest.fixture(scope="module")
+def repository(repository):
+    copy_demo_repository(repository)
     write_model(repository, "simple_string", STRING_MODEL, {"1/model.py": STRING_MODEL_PY})
     write_model(repository, "slow", SLOW_MODEL, {"1/model.py": SLOW_MODEL_PY})
-    with DaemonProcess(
-        repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    ) as process:
-        yield process
-
-
-@pytest.fixture
-def http_client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
-
-
-@pytest.fixture
-def grpc_client(daemon):
-    with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
-        yield client
+    return repository
 
 
 def add_sub_inputs(module, binary: bool = True):
     a = np.arange(16, dtype=np.float32).reshape(1, 16)
     b = np.full((1, 16), 2.0, dtype=np.float32)
-    inputs = [
-        module.InferInput("INPUT0", [1, 16], "FP32"),
-        module.InferInput("INPUT1", [1, 16], "FP32"),
-    ]
-    if module in (httpclient, httpaio):
-        inputs[0].set_data_from_numpy(a, binary_data=binary)
-        inputs[1].set_data_from_numpy(b, binary_data=binary)
-    else:
-        inputs[0].set_data_from_numpy(a)
-        inputs[1].set_data_from_numpy(b)
-    return a, b, inputs
+    return a, b, add_sub_infer_inputs(module, a, b, binary_data=binary)
 
 
 def string_inputs(module):

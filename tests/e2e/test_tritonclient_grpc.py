@@ -14,38 +14,20 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from test_tritonclient_http import TYPES_MODEL, TYPES_MODEL_PY
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import add_add_sub, copy_demo_repository, write_model
+from daemon_process import explicit_control
+from model_fixtures import add_add_sub, add_sub_json_config, build_tritonclient_repository
 
 CALLBACK_TIMEOUT_S = 30
 
 
+pytestmark = pytest.mark.daemon_flags(*explicit_control("*"))
+
+
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("grpc-e2e")
-    repository = copy_demo_repository(root / "repo")
-    add_add_sub(repository, "add_sub_v2", versions=(1, 2))
-    write_model(repository, "types", TYPES_MODEL, {"1/model.py": TYPES_MODEL_PY})
-    with DaemonProcess(
-        repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    ) as process:
-        yield process
-
-
-@pytest.fixture
-def client(daemon):
-    with grpcclient.InferenceServerClient(daemon.grpc_url) as client:
-        yield client
-
-
-@pytest.fixture
-def http_client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
+def repository(repository):
+    return build_tritonclient_repository(repository)
 
 
 def add_sub_inputs(batch: int = 1, datatype: str = "FP32"):
@@ -69,23 +51,23 @@ def raised(call, *args, **kwargs) -> InferenceServerException:
 # -- health and metadata ---------------------------------------------------------------
 
 
-def test_health_and_server_metadata(client):
-    assert client.is_server_live()
-    assert client.is_server_ready()
-    metadata = client.get_server_metadata()
+def test_health_and_server_metadata(grpc_client):
+    assert grpc_client.is_server_live()
+    assert grpc_client.is_server_ready()
+    metadata = grpc_client.get_server_metadata()
     assert metadata.name == "edgebox"
     assert {"binary_tensor_data", "model_repository", "statistics", "model_configuration"} <= set(
         metadata.extensions
     )
 
 
-def test_model_ready_metadata_and_config(client):
-    assert client.is_model_ready("add_sub")
-    assert client.is_model_ready("add_sub", "1")
-    assert not client.is_model_ready("add_sub", "9")
+def test_model_ready_metadata_and_config(grpc_client):
+    assert grpc_client.is_model_ready("add_sub")
+    assert grpc_client.is_model_ready("add_sub", "1")
+    assert not grpc_client.is_model_ready("add_sub", "9")
     # As Triton's gRPC frontend: an unknown model is not ready, not an error.
-    assert not client.is_model_ready("nope")
-    metadata = client.get_model_metadata("add_sub")
+    assert not grpc_client.is_model_ready("nope")
+    metadata = grpc_client.get_model_metadata("add_sub")
     assert (metadata.name, list(metadata.versions), metadata.platform) == (
         "add_sub",
         ["1"],
@@ -95,19 +77,19 @@ def test_model_ready_metadata_and_config(client):
         ("INPUT0", "FP32", [-1, 16]),
         ("INPUT1", "FP32", [-1, 16]),
     ]
-    assert client.get_model_metadata("add_sub", as_json=True)["inputs"][0]["name"] == "INPUT0"
-    config = client.get_model_config("add_sub").config
+    assert grpc_client.get_model_metadata("add_sub", as_json=True)["inputs"][0]["name"] == "INPUT0"
+    config = grpc_client.get_model_config("add_sub").config
     assert config.max_batch_size == 8
     assert list(config.input[0].dims) == [16]
     assert config.input[0].data_type == grpcclient.model_config_pb2.TYPE_FP32
 
 
-def test_versioned_calls_pick_the_version(client):
-    assert list(client.get_model_metadata("add_sub_v2").versions) == ["2"]
+def test_versioned_calls_pick_the_version(grpc_client):
+    assert list(grpc_client.get_model_metadata("add_sub_v2").versions) == ["2"]
     _, _, inputs = add_sub_inputs()
-    result = client.infer("add_sub_v2", inputs, model_version="2")
+    result = grpc_client.infer("add_sub_v2", inputs, model_version="2")
     assert result.get_response().model_version == "2"
-    error = raised(client.infer, "add_sub_v2", inputs, model_version="1")
+    error = raised(grpc_client.infer, "add_sub_v2", inputs, model_version="1")
     assert error.status() == "StatusCode.NOT_FOUND"
     assert error.message() == "Request for unknown model: 'add_sub_v2' version 1 is not found"
 
@@ -115,13 +97,13 @@ def test_versioned_calls_pick_the_version(client):
 # -- inference ----------------------------------------------------------------------------
 
 
-def test_sync_infer_sends_raw_inputs_and_gets_raw_outputs(client):
+def test_sync_infer_sends_raw_inputs_and_gets_raw_outputs(grpc_client):
     a, b, inputs = add_sub_inputs(batch=3)
     outputs = [
         grpcclient.InferRequestedOutput("OUTPUT0"),
         grpcclient.InferRequestedOutput("OUTPUT1"),
     ]
-    result = client.infer("add_sub", inputs, outputs=outputs, request_id="req-7")
+    result = grpc_client.infer("add_sub", inputs, outputs=outputs, request_id="req-7")
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a + b)
     np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), a - b)
     response = result.get_response()
@@ -129,13 +111,15 @@ def test_sync_infer_sends_raw_inputs_and_gets_raw_outputs(client):
     assert len(response.raw_output_contents) == 2
 
 
-def test_requested_output_subset_only(client):
+def test_requested_output_subset_only(grpc_client):
     _, _, inputs = add_sub_inputs()
-    result = client.infer("add_sub", inputs, outputs=[grpcclient.InferRequestedOutput("OUTPUT1")])
+    result = grpc_client.infer(
+        "add_sub", inputs, outputs=[grpcclient.InferRequestedOutput("OUTPUT1")]
+    )
     assert [o.name for o in result.get_response().outputs] == ["OUTPUT1"]
 
 
-def test_fp16_int64_bytes_through_python_model(client):
+def test_fp16_int64_bytes_through_python_model(grpc_client):
     f16 = np.array([0.5, 1.5, -2.25], dtype=np.float16)
     i64 = np.array([[1, 2], [3, 2**40]], dtype=np.int64)
     text = np.array([b"lane", b"edge box"], dtype=object)
@@ -147,7 +131,7 @@ def test_fp16_int64_bytes_through_python_model(client):
     inputs[0].set_data_from_numpy(f16)
     inputs[1].set_data_from_numpy(i64)
     inputs[2].set_data_from_numpy(text)
-    result = client.infer("types", inputs)
+    result = grpc_client.infer("types", inputs)
     np.testing.assert_array_equal(result.as_numpy("F16_TWICE"), f16 * 2)
     assert result.as_numpy("F16_TWICE").dtype == np.float16
     np.testing.assert_array_equal(result.as_numpy("I64_PLUS_ONE"), i64 + 1)
@@ -174,13 +158,13 @@ def test_typed_contents_are_accepted_as_triton_accepts_them(daemon):
     )
 
 
-def test_async_infer_calls_back_with_each_result(client):
+def test_async_infer_calls_back_with_each_result(grpc_client):
     answers: queue.Queue = queue.Queue()
     expected = {}
     for batch in (1, 2, 3):
         a, b, inputs = add_sub_inputs(batch)
         expected[str(batch)] = a + b
-        client.async_infer(
+        grpc_client.async_infer(
             "add_sub",
             inputs,
             callback=lambda result, error: answers.put((result, error)),
@@ -194,19 +178,19 @@ def test_async_infer_calls_back_with_each_result(client):
     assert expected == {}
 
 
-def test_stream_answers_every_request_once_and_errors_in_the_stream(client):
+def test_stream_answers_every_request_once_and_errors_in_the_stream(grpc_client):
     answers: queue.Queue = queue.Queue()
-    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    grpc_client.start_stream(callback=lambda result, error: answers.put((result, error)))
     try:
         sums = {}
         for index in range(8):
             a, b, inputs = add_sub_inputs(batch=1 + index % 3)
             sums[f"ok-{index}"] = a + b
-            client.async_stream_infer("add_sub", inputs, request_id=f"ok-{index}")
+            grpc_client.async_stream_infer("add_sub", inputs, request_id=f"ok-{index}")
         _, _, inputs = add_sub_inputs()
-        client.async_stream_infer("nope", inputs, request_id="bad")
+        grpc_client.async_stream_infer("nope", inputs, request_id="bad")
         _, _, wrong = add_sub_inputs(datatype="FP16")
-        client.async_stream_infer("add_sub", wrong, request_id="wrong")
+        grpc_client.async_stream_infer("add_sub", wrong, request_id="wrong")
         results, errors = {}, []
         for _ in range(10):
             result, error = answers.get(timeout=CALLBACK_TIMEOUT_S)
@@ -223,16 +207,16 @@ def test_stream_answers_every_request_once_and_errors_in_the_stream(client):
             np.testing.assert_array_equal(results[request_id], total)
         # The stream goes on after an error.
         a, b, inputs = add_sub_inputs()
-        client.async_stream_infer("add_sub", inputs, request_id="after")
+        grpc_client.async_stream_infer("add_sub", inputs, request_id="after")
         result, error = answers.get(timeout=CALLBACK_TIMEOUT_S)
         assert error is None
         np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a + b)
     finally:
-        client.stop_stream()
+        grpc_client.stop_stream()
     assert answers.empty()
 
 
-def test_errors_carry_the_text_http_sends(client, http_client):
+def test_errors_carry_the_text_http_sends(grpc_client, http_client):
     good = np.zeros((1, 16), dtype=np.float32)
     cases = [
         ("nope", [good, good], "StatusCode.NOT_FOUND"),
@@ -242,11 +226,11 @@ def test_errors_carry_the_text_http_sends(client, http_client):
         ("add_sub", [np.zeros((1, 15), np.float32), good], "StatusCode.INVALID_ARGUMENT"),
     ]
     for model, arrays, status in cases:
-        over_grpc = raised(client.infer, model, tensors(grpcclient, arrays))
+        over_grpc = raised(grpc_client.infer, model, tensors(grpcclient, arrays))
         over_http = raised(http_client.infer, model, tensors(httpclient, arrays))
         assert over_grpc.status() == status
         assert over_grpc.message() == over_http.message()
-    assert client.is_server_ready()
+    assert grpc_client.is_server_ready()
 
 
 def tensors(module, arrays: list[np.ndarray]) -> list:
@@ -259,28 +243,28 @@ def tensors(module, arrays: list[np.ndarray]) -> list:
     return inputs
 
 
-def test_statistics_count_requests(client):
+def test_statistics_count_requests(grpc_client):
     _, _, inputs = add_sub_inputs()
-    before = client.get_inference_statistics("add_sub").model_stats[0]
+    before = grpc_client.get_inference_statistics("add_sub").model_stats[0]
     for _ in range(3):
-        client.infer("add_sub", inputs)
-    after = client.get_inference_statistics("add_sub").model_stats[0]
+        grpc_client.infer("add_sub", inputs)
+    after = grpc_client.get_inference_statistics("add_sub").model_stats[0]
     assert after.inference_stats.success.count == before.inference_stats.success.count + 3
     assert after.execution_count == before.execution_count + 3
     assert after.inference_stats.compute_infer.ns > before.inference_stats.compute_infer.ns
-    every = client.get_inference_statistics()
+    every = grpc_client.get_inference_statistics()
     assert {"add_sub", "multiply", "square_diff"} <= {s.name for s in every.model_stats}
-    error = raised(client.get_inference_statistics, "nope")
+    error = raised(grpc_client.get_inference_statistics, "nope")
     assert (error.status(), error.message()) == (
         "StatusCode.INVALID_ARGUMENT",
         "requested model 'nope' is not available",
     )
 
 
-def test_cuda_shared_memory_registration_is_answered_unimplemented(client):
+def test_cuda_shared_memory_registration_is_answered_unimplemented(grpc_client):
     # System shared memory is served: tests/e2e/test_system_shared_memory.py.
-    assert list(client.get_cuda_shared_memory_status().regions) == []
-    error = raised(client.register_cuda_shared_memory, "r", b"aGFuZGxl", 0, 64)
+    assert list(grpc_client.get_cuda_shared_memory_status().regions) == []
+    error = raised(grpc_client.register_cuda_shared_memory, "r", b"aGFuZGxl", 0, 64)
     assert error.status() == "StatusCode.UNIMPLEMENTED"
     assert "CUDA shared memory is not supported on this device" in error.message()
 
@@ -288,16 +272,16 @@ def test_cuda_shared_memory_registration_is_answered_unimplemented(client):
 # -- repository extension ---------------------------------------------------------------------
 
 
-def test_repository_index_load_and_unload(client):
-    index = {(m.name, m.version): m for m in client.get_model_repository_index().models}
+def test_repository_index_load_and_unload(grpc_client):
+    index = {(m.name, m.version): m for m in grpc_client.get_model_repository_index().models}
     assert index[("add_sub", "1")].state == "READY"
-    client.unload_model("multiply")
-    assert not client.is_model_ready("multiply")
-    index = {(m.name, m.version): m for m in client.get_model_repository_index().models}
+    grpc_client.unload_model("multiply")
+    assert not grpc_client.is_model_ready("multiply")
+    index = {(m.name, m.version): m for m in grpc_client.get_model_repository_index().models}
     assert index[("multiply", "1")].state in ("UNLOADING", "UNAVAILABLE")
-    client.load_model("multiply")
-    assert client.is_model_ready("multiply")
-    error = raised(client.load_model, "nope")
+    grpc_client.load_model("multiply")
+    assert grpc_client.is_model_ready("multiply")
+    error = raised(grpc_client.load_model, "nope")
     assert error.status() == "StatusCode.INVALID_ARGUMENT"
     assert error.message() == (
         "failed to load 'nope', failed to poll from model repository: "
@@ -305,35 +289,23 @@ def test_repository_index_load_and_unload(client):
     )
 
 
-def test_load_with_config_override(client):
-    override = json.dumps(
-        {
-            "name": "add_sub",
-            "platform": "onnxruntime_onnx",
-            "max_batch_size": 4,
-            "input": [
-                {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-                {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-            ],
-            "output": [
-                {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-                {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-            ],
-        }
-    )
-    client.load_model("add_sub", config=override)
-    assert client.get_model_config("add_sub").config.max_batch_size == 4
+def test_load_with_config_override(grpc_client):
+    override = json.dumps(add_sub_json_config(max_batch_size=4))
+    grpc_client.load_model("add_sub", config=override)
+    assert grpc_client.get_model_config("add_sub").config.max_batch_size == 4
     # As in Triton 2.51: a plain load keeps the override while the files are
     # unchanged; after an unload it reads the files again.
-    client.load_model("add_sub")
-    assert client.get_model_config("add_sub").config.max_batch_size == 4
-    client.unload_model("add_sub")
-    client.load_model("add_sub")
-    assert client.get_model_config("add_sub").config.max_batch_size == 8
+    grpc_client.load_model("add_sub")
+    assert grpc_client.get_model_config("add_sub").config.max_batch_size == 4
+    grpc_client.unload_model("add_sub")
+    grpc_client.load_model("add_sub")
+    assert grpc_client.get_model_config("add_sub").config.max_batch_size == 8
 
 
-def test_load_with_model_files_is_unimplemented(client):
-    error = raised(client.load_model, "add_sub", config="{}", files={"file:1/model.onnx": b"x"})
+def test_load_with_model_files_is_unimplemented(grpc_client):
+    error = raised(
+        grpc_client.load_model, "add_sub", config="{}", files={"file:1/model.onnx": b"x"}
+    )
     assert error.status() == "StatusCode.UNIMPLEMENTED"
     assert error.message().startswith("load 'add_sub': model files sent with the request")
 
@@ -341,7 +313,7 @@ def test_load_with_model_files_is_unimplemented(client):
 # -- the seeds' client ------------------------------------------------------------------------
 
 
-def test_seed_001_snippet_runs_against_the_bundled_lane_detector(client, http_client):
+def test_seed_001_snippet_runs_against_the_bundled_lane_detector(grpc_client, http_client):
     """Seed 001's calls, pointed at the bundled model. Its config takes FP32
     (the seed's LaneDet_fp16 engine took FP16; the config decides, as in
     Triton) and has no output '914'."""
@@ -349,7 +321,7 @@ def test_seed_001_snippet_runs_against_the_bundled_lane_detector(client, http_cl
     inputs = [grpcclient.InferInput("input", [1, 3, 360, 640], "FP32")]
     outputs = [grpcclient.InferRequestedOutput("predict_lanes")]
     inputs[0].set_data_from_numpy(frame)
-    result = client.infer("lane_detector", inputs=inputs, outputs=outputs)
+    result = grpc_client.infer("lane_detector", inputs=inputs, outputs=outputs)
     output = result.as_numpy("predict_lanes")
     assert output.shape == (1, 2784, 77)
     assert output.dtype == np.float32
@@ -360,7 +332,7 @@ def test_seed_001_snippet_runs_against_the_bundled_lane_detector(client, http_cl
     )
     fp16 = [grpcclient.InferInput("input", [1, 3, 360, 640], "FP16")]
     fp16[0].set_data_from_numpy(frame.astype(np.float16))
-    error = raised(client.infer, "lane_detector", inputs=fp16, outputs=outputs)
+    error = raised(grpc_client.infer, "lane_detector", inputs=fp16, outputs=outputs)
     assert error.status() == "StatusCode.INVALID_ARGUMENT"
     assert error.message() == (
         "model 'lane_detector' version 1, input 'input': expected datatype FP32, got FP16"
@@ -371,26 +343,16 @@ def test_seed_001_snippet_runs_against_the_bundled_lane_detector(client, http_cl
 
 
 @pytest.fixture(scope="module")
-def restricted(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("grpc-restricted")
-    repository = root / "repo"
+def restricted(start_module_daemon, module_path):
+    repository = module_path / "restricted"
     add_add_sub(repository)
-    with DaemonProcess(
+    return start_module_daemon(
         repository,
-        root / "daemon.log",
-        [
-            "--model-control-mode",
-            "explicit",
-            "--load-model",
-            "*",
-            "--grpc-restricted-protocol=model-repository,statistics:admin-key=s3cret",
-            "--max-request-bytes",
-            "65536",
-        ],
-    ) as process:
-        yield process
+        *explicit_control("*"),
+        "--grpc-restricted-protocol=model-repository,statistics:admin-key=s3cret",
+        "--max-request-bytes",
+        "65536",
+    )
 
 
 def test_restricted_protocol_is_refused_as_triton_refuses_it(restricted):

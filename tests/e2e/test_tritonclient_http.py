@@ -10,82 +10,27 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from model_fixtures import add_add_sub, copy_demo_repository, write_model
+from daemon_process import explicit_control
+from model_fixtures import add_sub_infer_inputs, add_sub_json_config, build_tritonclient_repository
 
-TYPES_MODEL = """
-name: "types"
-backend: "python"
-max_batch_size: 0
-input [
-  { name: "F16" data_type: TYPE_FP16 dims: [ -1 ] },
-  { name: "I64" data_type: TYPE_INT64 dims: [ 2, 2 ] },
-  { name: "TEXT" data_type: TYPE_STRING dims: [ -1 ] }
-]
-output [
-  { name: "F16_TWICE" data_type: TYPE_FP16 dims: [ -1 ] },
-  { name: "I64_PLUS_ONE" data_type: TYPE_INT64 dims: [ 2, 2 ] },
-  { name: "TEXT_UPPER" data_type: TYPE_STRING dims: [ -1 ] }
-]
-"""
-
-TYPES_MODEL_PY = """
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            f16 = pb_utils.get_input_tensor_by_name(request, "F16").as_numpy()
-            i64 = pb_utils.get_input_tensor_by_name(request, "I64").as_numpy()
-            text = pb_utils.get_input_tensor_by_name(request, "TEXT").as_numpy()
-            upper = np.array([t.upper() for t in text], dtype=object)
-            responses.append(pb_utils.InferenceResponse(output_tensors=[
-                pb_utils.Tensor("F16_TWICE", (f16 * 2).astype(np.float16)),
-                pb_utils.Tensor("I64_PLUS_ONE", i64 + 1),
-                pb_utils.Tensor("TEXT_UPPER", upper),
-            ]))
-        return responses
-"""
+pytestmark = pytest.mark.daemon_flags(*explicit_control("*"))
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    from daemon_process import DaemonProcess
-
-    root = tmp_path_factory.mktemp("e2e")
-    repository = copy_demo_repository(root / "repo")
-    add_add_sub(repository, "add_sub_v2", versions=(1, 2))
-    write_model(repository, "types", TYPES_MODEL, {"1/model.py": TYPES_MODEL_PY})
-    with DaemonProcess(
-        repository, root / "daemon.log", ["--model-control-mode", "explicit", "--load-model", "*"]
-    ) as process:
-        yield process
-
-
-@pytest.fixture
-def client(daemon):
-    with httpclient.InferenceServerClient(daemon.url) as client:
-        yield client
+def repository(repository):
+    return build_tritonclient_repository(repository)
 
 
 def _add_sub_inputs(binary: bool, batch: int = 1):
     a = np.arange(16 * batch, dtype=np.float32).reshape(batch, 16)
     b = np.full((batch, 16), 2.0, dtype=np.float32)
-    inputs = [
-        httpclient.InferInput("INPUT0", [batch, 16], "FP32"),
-        httpclient.InferInput("INPUT1", [batch, 16], "FP32"),
-    ]
-    inputs[0].set_data_from_numpy(a, binary_data=binary)
-    inputs[1].set_data_from_numpy(b, binary_data=binary)
-    return a, b, inputs
+    return a, b, add_sub_infer_inputs(httpclient, a, b, binary_data=binary)
 
 
-def test_health_and_server_metadata(client):
-    assert client.is_server_live()
-    assert client.is_server_ready()
-    metadata = client.get_server_metadata()
+def test_health_and_server_metadata(http_client):
+    assert http_client.is_server_live()
+    assert http_client.is_server_ready()
+    metadata = http_client.get_server_metadata()
     assert metadata["name"] == "edgebox"
     assert {"binary_tensor_data", "model_repository", "statistics", "model_configuration"} <= set(
         metadata["extensions"]
@@ -93,13 +38,13 @@ def test_health_and_server_metadata(client):
 
 
 @pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])
-def test_add_sub_infer_binary_and_json(client, binary):
+def test_add_sub_infer_binary_and_json(http_client, binary):
     a, b, inputs = _add_sub_inputs(binary, batch=3)
     outputs = [
         httpclient.InferRequestedOutput("OUTPUT0", binary_data=binary),
         httpclient.InferRequestedOutput("OUTPUT1", binary_data=binary),
     ]
-    result = client.infer("add_sub", inputs, outputs=outputs, request_id="req-7")
+    result = http_client.infer("add_sub", inputs, outputs=outputs, request_id="req-7")
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a + b)
     np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), a - b)
     response = result.get_response()
@@ -108,20 +53,22 @@ def test_add_sub_infer_binary_and_json(client, binary):
     assert response["model_version"] == "1"
 
 
-def test_outputs_default_to_binary_when_none_requested(client):
+def test_outputs_default_to_binary_when_none_requested(http_client):
     a, b, inputs = _add_sub_inputs(binary=True)
-    result = client.infer("add_sub", inputs)
+    result = http_client.infer("add_sub", inputs)
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), a + b)
     assert result.get_output("OUTPUT0")["parameters"]["binary_data_size"] == 64
 
 
-def test_requested_output_subset_only(client):
+def test_requested_output_subset_only(http_client):
     _, _, inputs = _add_sub_inputs(binary=True)
-    result = client.infer("add_sub", inputs, outputs=[httpclient.InferRequestedOutput("OUTPUT1")])
+    result = http_client.infer(
+        "add_sub", inputs, outputs=[httpclient.InferRequestedOutput("OUTPUT1")]
+    )
     assert [o["name"] for o in result.get_response()["outputs"]] == ["OUTPUT1"]
 
 
-def test_fp16_int64_bytes_through_python_model(client):
+def test_fp16_int64_bytes_through_python_model(http_client):
     f16 = np.array([0.5, 1.5, -2.25], dtype=np.float16)
     i64 = np.array([[1, 2], [3, 2**40]], dtype=np.int64)
     text = np.array([b"lane", b"edge box"], dtype=object)
@@ -138,14 +85,14 @@ def test_fp16_int64_bytes_through_python_model(client):
             httpclient.InferRequestedOutput(n, binary_data=binary or n == "F16_TWICE")
             for n in ("F16_TWICE", "I64_PLUS_ONE", "TEXT_UPPER")
         ]
-        result = client.infer("types", inputs, outputs=outputs)
+        result = http_client.infer("types", inputs, outputs=outputs)
         np.testing.assert_array_equal(result.as_numpy("F16_TWICE"), f16 * 2)
         np.testing.assert_array_equal(result.as_numpy("I64_PLUS_ONE"), i64 + 1)
         upper = [t if isinstance(t, bytes) else t.encode() for t in result.as_numpy("TEXT_UPPER")]
         assert upper == [b"LANE", b"EDGE BOX"]
 
 
-def test_ensemble_of_onnx_and_python(client):
+def test_ensemble_of_onnx_and_python(http_client):
     a = np.linspace(-3, 3, 16, dtype=np.float32).reshape(1, 16)
     b = np.full((1, 16), 0.5, dtype=np.float32)
     inputs = [
@@ -154,42 +101,42 @@ def test_ensemble_of_onnx_and_python(client):
     ]
     inputs[0].set_data_from_numpy(a)
     inputs[1].set_data_from_numpy(b)
-    result = client.infer("square_diff", inputs)
+    result = http_client.infer("square_diff", inputs)
     np.testing.assert_allclose(result.as_numpy("SQUARE_DIFF"), a * a - b * b, rtol=1e-6)
 
 
-def test_model_metadata_ready_and_config(client):
-    metadata = client.get_model_metadata("add_sub")
+def test_model_metadata_ready_and_config(http_client):
+    metadata = http_client.get_model_metadata("add_sub")
     assert metadata["platform"] == "onnxruntime_onnx"
     assert metadata["inputs"][0] == {"name": "INPUT0", "datatype": "FP32", "shape": [-1, 16]}
-    assert client.is_model_ready("add_sub")
-    assert client.is_model_ready("add_sub", "1")
-    assert not client.is_model_ready("add_sub", "9")
-    config = client.get_model_config("add_sub")
+    assert http_client.is_model_ready("add_sub")
+    assert http_client.is_model_ready("add_sub", "1")
+    assert not http_client.is_model_ready("add_sub", "9")
+    config = http_client.get_model_config("add_sub")
     assert config["max_batch_size"] == 8
     assert config["input"][0]["dims"] == [16]
     assert config["input"][0]["data_type"] == "TYPE_FP32"
 
 
-def test_versioned_routes_pick_the_version(client):
-    assert client.get_model_metadata("add_sub_v2")["versions"] == ["2"]
+def test_versioned_routes_pick_the_version(http_client):
+    assert http_client.get_model_metadata("add_sub_v2")["versions"] == ["2"]
     _, _, inputs = _add_sub_inputs(binary=True)
-    result = client.infer("add_sub_v2", inputs, model_version="2")
+    result = http_client.infer("add_sub_v2", inputs, model_version="2")
     assert result.get_response()["model_version"] == "2"
     with pytest.raises(
         InferenceServerException,
         match=r"^\[404\] Request for unknown model: 'add_sub_v2' version 1 is not found$",
     ) as error:
-        client.infer("add_sub_v2", inputs, model_version="1")
+        http_client.infer("add_sub_v2", inputs, model_version="1")
     assert error.value.status() == "404"
 
 
-def test_statistics_count_requests(client):
+def test_statistics_count_requests(http_client):
     _, _, inputs = _add_sub_inputs(binary=True)
-    before = client.get_inference_statistics("add_sub")["model_stats"][0]
+    before = http_client.get_inference_statistics("add_sub")["model_stats"][0]
     for _ in range(3):
-        client.infer("add_sub", inputs)
-    after = client.get_inference_statistics("add_sub")["model_stats"][0]
+        http_client.infer("add_sub", inputs)
+    after = http_client.get_inference_statistics("add_sub")["model_stats"][0]
     assert (
         after["inference_stats"]["success"]["count"]
         == before["inference_stats"]["success"]["count"] + 3
@@ -199,77 +146,63 @@ def test_statistics_count_requests(client):
         after["inference_stats"]["compute_infer"]["ns"]
         > before["inference_stats"]["compute_infer"]["ns"]
     )
-    every = client.get_inference_statistics()
+    every = http_client.get_inference_statistics()
     assert {"add_sub", "multiply", "square_diff"} <= {s["name"] for s in every["model_stats"]}
 
 
-def test_repository_index_load_and_unload(client):
-    index = {(e["name"], e.get("version")): e for e in client.get_model_repository_index()}
+def test_repository_index_load_and_unload(http_client):
+    index = {(e["name"], e.get("version")): e for e in http_client.get_model_repository_index()}
     assert index[("add_sub", "1")]["state"] == "READY"
-    client.unload_model("multiply")
-    assert not client.is_model_ready("multiply")
-    index = {(e["name"], e.get("version")): e for e in client.get_model_repository_index()}
+    http_client.unload_model("multiply")
+    assert not http_client.is_model_ready("multiply")
+    index = {(e["name"], e.get("version")): e for e in http_client.get_model_repository_index()}
     assert index[("multiply", "1")]["state"] in ("UNLOADING", "UNAVAILABLE")
-    client.load_model("multiply")
-    assert client.is_model_ready("multiply")
+    http_client.load_model("multiply")
+    assert http_client.is_model_ready("multiply")
 
 
-def test_load_with_config_override(client):
-    override = json.dumps(
-        {
-            "name": "add_sub",
-            "platform": "onnxruntime_onnx",
-            "max_batch_size": 4,
-            "input": [
-                {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-                {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-            ],
-            "output": [
-                {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]},
-                {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [16]},
-            ],
-        }
-    )
-    client.load_model("add_sub", config=override)
-    assert client.get_model_config("add_sub")["max_batch_size"] == 4
+def test_load_with_config_override(http_client):
+    override = json.dumps(add_sub_json_config(max_batch_size=4))
+    http_client.load_model("add_sub", config=override)
+    assert http_client.get_model_config("add_sub")["max_batch_size"] == 4
     # As in Triton 2.51: a plain load keeps the override while the files are
     # unchanged; after an unload it reads the files again.
-    client.load_model("add_sub")
-    assert client.get_model_config("add_sub")["max_batch_size"] == 4
-    client.unload_model("add_sub")
-    client.load_model("add_sub")
-    assert client.get_model_config("add_sub")["max_batch_size"] == 8
+    http_client.load_model("add_sub")
+    assert http_client.get_model_config("add_sub")["max_batch_size"] == 4
+    http_client.unload_model("add_sub")
+    http_client.load_model("add_sub")
+    assert http_client.get_model_config("add_sub")["max_batch_size"] == 8
 
 
-def test_errors_name_the_problem(client):
+def test_errors_name_the_problem(http_client):
     _, _, inputs = _add_sub_inputs(binary=True)
     with pytest.raises(
         InferenceServerException, match=r"^\[404\] Request for unknown model: 'nope' is not found$"
     ) as error:
-        client.infer("nope", inputs)
+        http_client.infer("nope", inputs)
     assert error.value.status() == "404"
     wrong = httpclient.InferInput("INPUT0", [1, 16], "INT64")
     wrong.set_data_from_numpy(np.zeros((1, 16), dtype=np.int64))
     with pytest.raises(
         InferenceServerException, match="input 'INPUT0': expected datatype FP32, got INT64"
     ) as error:
-        client.infer("add_sub", [wrong, inputs[1]])
+        http_client.infer("add_sub", [wrong, inputs[1]])
     assert error.value.status() == "400"
     short = httpclient.InferInput("INPUT0", [1, 15], "FP32")
     short.set_data_from_numpy(np.zeros((1, 15), dtype=np.float32))
     with pytest.raises(InferenceServerException, match=r"expected shape \[-1,16\], got \[1,15\]"):
-        client.infer("add_sub", [short, inputs[1]])
+        http_client.infer("add_sub", [short, inputs[1]])
     with pytest.raises(InferenceServerException, match="batch size 9 exceeds max_batch_size 8"):
-        client.infer("add_sub", _add_sub_inputs(binary=True, batch=9)[2])
+        http_client.infer("add_sub", _add_sub_inputs(binary=True, batch=9)[2])
     with pytest.raises(InferenceServerException, match="missing required input"):
-        client.infer("add_sub", inputs[:1])
-    assert client.is_server_ready()
+        http_client.infer("add_sub", inputs[:1])
+    assert http_client.is_server_ready()
 
 
-def test_compressed_request_and_response(client):
+def test_compressed_request_and_response(http_client):
     a, b, inputs = _add_sub_inputs(binary=True)
     for algorithm in ("gzip", "deflate"):
-        result = client.infer(
+        result = http_client.infer(
             "add_sub",
             inputs,
             request_compression_algorithm=algorithm,

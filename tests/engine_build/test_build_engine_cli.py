@@ -5,28 +5,16 @@ TensorRT-less run is a real subprocess, as in ``tests/test_cli.py``."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from cli_helpers import run_edgebox
 from edgebox.cli import main
 from edgebox.commands.console import EXIT_OK, EXIT_PROBLEMS
 from model_fixtures import REPO_ROOT
-
-
-def run_edgebox(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEBOX_")}
-    return subprocess.run(
-        [sys.executable, "-m", "edgebox", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def tensorrt_importable() -> bool:

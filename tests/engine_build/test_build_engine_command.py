@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import tritonclient.http as httpclient
 
+from cli_helpers import tree
 from daemon_process import wait_for
 from edgebox import __version__
 from edgebox.engine_build.command import build_engine
@@ -43,17 +44,6 @@ from model_fixtures import ADD_SUB_CONFIG, write_model
 from scripts.onnx_builders import build_lane_model
 
 BUILT_AT = datetime(2025, 5, 1, 9, 30, tzinfo=timezone.utc)
-
-
-def tree(root: Path) -> dict[str, bytes | None]:
-    entries: dict[str, bytes | None] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames:
-            entries[os.path.relpath(os.path.join(dirpath, name), root)] = None
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            entries[os.path.relpath(path, root)] = Path(path).read_bytes()
-    return entries
 
 
 class Build:

@@ -14,13 +14,12 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_helpers import run_edgebox
 from edgebox.repository.config import read_model_config
-from model_fixtures import REPO_ROOT
 from scripts.onnx_builders import LANE_ANCHORS, LANE_VALUES, build_lane_model
 
 
@@ -54,15 +53,7 @@ BUILD_TIMEOUT_S = 900
 
 
 def build(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEBOX_")}
-    return subprocess.run(
-        [sys.executable, "-m", "edgebox", "build-engine", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT_S,
-    )
+    return run_edgebox("build-engine", *args, timeout_s=BUILD_TIMEOUT_S)
 
 
 def this_gpu() -> tuple[str, str]:

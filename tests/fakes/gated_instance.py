@@ -25,12 +25,15 @@ class FakeGatedInstance:
         if self._hold:
             self._hold = False
             assert self.release.wait(10), "the test never released the instance"
-        results = [
-            InferResponse("m", "1", [Tensor("Y", "FP32", request.input("X").data * 2)], id=request.id)
-            for request in requests
-        ]
+        results = [self.answer(request) for request in requests]
         self.executed.set()
         return results
+
+    def answer(self, request: InferRequest) -> InferResponse:
+        """Y = 2 * X; a subclass answers otherwise."""
+        return InferResponse(
+            "m", "1", [Tensor("Y", "FP32", request.input("X").data * 2)], id=request.id
+        )
 
     def close(self) -> None:
         self.closed = True

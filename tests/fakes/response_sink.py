@@ -1,6 +1,10 @@
-"""A response sink for scheduler and dataplane tests: records every send with
-the thread that made it, accepts anything (a second final too, so a test can
-count them) and lets a test wait for the first final."""
+"""Response sinks for scheduler, dataplane and backend tests.
+
+- ``FakeResponseSink`` records every send with the thread that made it,
+  accepts anything (a second final too, so a test can count them) and lets a
+  test wait for the first final.
+- ``FakeStreamSink`` keeps every (response or error, final) send and sets
+  ``final`` at the final one: what the python backend's streaming tests read."""
 
 from __future__ import annotations
 
@@ -33,3 +37,14 @@ class FakeResponseSink:
         """The one send, which must be final: what every non-decoupled request gets."""
         assert [final for _, final, _ in self.sends] == [True], self.sends
         return self.sends[0][0]
+
+
+class FakeStreamSink:
+    def __init__(self) -> None:
+        self.sends: list[tuple[object, bool]] = []
+        self.final = threading.Event()
+
+    def send(self, response, final: bool) -> None:
+        self.sends.append((response, final))
+        if final:
+            self.final.set()

@@ -10,30 +10,17 @@ START, ``INPUT_STATE + INPUT`` otherwise, and ``ACC = OUTPUT_STATE``.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from edgebox.tensors import InferRequest, InferResponse, Tensor
+from fakes.gated_instance import FakeGatedInstance
 
 
-class FakeSequenceInstance:
+class FakeSequenceInstance(FakeGatedInstance):
     def __init__(self, hold_first: bool = False) -> None:
-        self.batches: list[list[InferRequest]] = []
-        self.entered = threading.Event()
-        self.release = threading.Event()
-        self._hold = hold_first
+        super().__init__(hold_first=hold_first)
 
-    def execute(self, requests):
-        self.batches.append(list(requests))
-        self.entered.set()
-        if self._hold:
-            self._hold = False
-            assert self.release.wait(10), "the test never released the instance"
-        return [self._one(request) for request in requests]
-
-    @staticmethod
-    def _one(request: InferRequest) -> InferResponse:
+    def answer(self, request: InferRequest) -> InferResponse:
         x = request.input("INPUT").data.astype(np.int64)
         start = request.input("START").data.astype(np.int64)
         out = x + start
@@ -46,6 +33,3 @@ class FakeSequenceInstance:
             new = np.where(start != 0, x, state.data.astype(np.int64) + x).astype(np.int32)
             outputs += [Tensor("OUTPUT_STATE", "INT32", new), Tensor("ACC", "INT32", new)]
         return InferResponse("m", "1", outputs, id=request.id)
-
-    def close(self) -> None:
-        pass

@@ -7,22 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from model_fixtures import PYTHON_XY_CONFIG, write_model
+from model_fixtures import add_python_xy, write_model
 from triton_answers import UNLOAD_SCENARIOS
-
-ECHO = """
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                output_tensors=[pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy())]
-            )
-            for r in requests
-        ]
-"""
 
 
 def ensemble_config(*steps: str) -> str:
@@ -46,7 +32,7 @@ def ensemble_config(*steps: str) -> str:
 @pytest.fixture
 def steps_repository(tmp_path):
     for name in ("a", "b"):
-        write_model(tmp_path, name, PYTHON_XY_CONFIG.format(name=name), {"1/model.py": ECHO})
+        add_python_xy(tmp_path, name)
     write_model(tmp_path, "ens1", ensemble_config("a", "b"), {"1/.keep": ""})
     write_model(tmp_path, "ens2", ensemble_config("a"), {"1/.keep": ""})
     return tmp_path

@@ -28,7 +28,7 @@ QUICK = Backoff(initial_s=0.05, max_s=0.2)
 
 
 @pytest.fixture
-def forwarders(tmp_path):
+def forwarders(tmp_path, device_id):
     """``forwarders(url, **settings)``: a started forwarder on its own bus,
     stopped at teardown."""
     started: list[MqttForwarder] = []
@@ -44,14 +44,14 @@ def forwarders(tmp_path):
         **fields,
     ):
         fields.setdefault("spool_path", tmp_path / "spool.sqlite")
-        settings = MqttSettings(url=url, device_id="dev1", **fields)
+        settings = MqttSettings(url=url, device_id=device_id, **fields)
         bus = EventBus()
-        router = Router(Topics("edgebox", "dev1"), "dev1", settings.qos, paces)
+        router = Router(Topics("edgebox", device_id), device_id, settings.qos, paces)
         forwarder = MqttForwarder(
             settings,
             bus,
             router,
-            {"device": "dev1", "edgebox_version": "test", "started_at": started_at},
+            {"device": device_id, "edgebox_version": "test", "started_at": started_at},
             lambda: {"models": {"m": {"ready_versions": ["1"]}}, "streams": {}},
             backoff=backoff,
             refused_backoff=refused_backoff,
@@ -80,12 +80,12 @@ def result(stream: str, index: int) -> StreamResult:
 
 
 def test_status_is_retained_online_and_offline_after_a_clean_stop(
-    mosquitto, forwarders, caplog
+    mosquitto, forwarders, caplog, device_id
 ):
     caplog.set_level(logging.WARNING, logger="edgebox.mqtt")
     forwarder = forwarders(mosquitto.url)
     wait_for(lambda: forwarder.stats().state == "connected", what="the link")
-    with Subscriber(mosquitto, "edgebox/dev1/status") as late:
+    with Subscriber(mosquitto, f"edgebox/{device_id}/status") as late:
         online = late.wait_for(lambda ms: ms, what="the retained status")[0]
     assert online.retain
     document = json.loads(online.payload)
@@ -94,7 +94,7 @@ def test_status_is_retained_online_and_offline_after_a_clean_stop(
     assert document["models"] == {"m": {"ready_versions": ["1"]}}
 
     assert forwarder.stop(5.0)
-    with Subscriber(mosquitto, "edgebox/dev1/status") as after:
+    with Subscriber(mosquitto, f"edgebox/{device_id}/status") as after:
         offline = after.wait_for(lambda ms: ms, what="the retained status")[0]
     document = json.loads(offline.payload)
     assert (document["state"], document["reason"]) == ("offline", "shutdown")
@@ -102,8 +102,8 @@ def test_status_is_retained_online_and_offline_after_a_clean_stop(
     assert "not this daemon's" not in caplog.text, "its own offline status taken for another's"
 
 
-def test_events_arrive_in_order_with_consecutive_seq(mosquitto, forwarders):
-    with Subscriber(mosquitto, "edgebox/dev1/events") as subscriber:
+def test_events_arrive_in_order_with_consecutive_seq(mosquitto, forwarders, device_id):
+    with Subscriber(mosquitto, f"edgebox/{device_id}/events") as subscriber:
         forwarder = forwarders(mosquitto.url)
         for version in range(1, 21):
             forwarder.bus.publish(ModelStateChanged("m", version, "READY"))
@@ -113,26 +113,31 @@ def test_events_arrive_in_order_with_consecutive_seq(mosquitto, forwarders):
         )
     events = [
         d
-        for d in documents(subscriber, "edgebox/dev1/events")
+        for d in documents(subscriber, f"edgebox/{device_id}/events")
         if d["schema"]["name"] == "edgebox.model_state"
     ]
     assert [d["version"] for d in events] == list(range(1, 21))
-    seqs = [d["seq"] for d in documents(subscriber, "edgebox/dev1/events")]
+    seqs = [d["seq"] for d in documents(subscriber, f"edgebox/{device_id}/events")]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
-    assert all(d["device"] == "dev1" for d in events)
+    assert all(d["device"] == device_id for d in events)
 
 
-def test_stream_results_are_thinned_by_their_pace(mosquitto, forwarders):
-    with Subscriber(mosquitto, "edgebox/dev1/streams/#") as subscriber:
+def test_stream_results_are_thinned_by_their_pace(mosquitto, forwarders, device_id):
+    with Subscriber(mosquitto, f"edgebox/{device_id}/streams/#") as subscriber:
         forwarder = forwarders(mosquitto.url, paces={"cam": ResultPace(every_n=3)})
         for index in range(9):
             forwarder.bus.publish(result("cam", index))
         subscriber.wait_for(lambda ms: len(ms) == 3, what="every third result")
-    frames = [d["frame_index"] for d in documents(subscriber, "edgebox/dev1/streams/cam/results")]
+    frames = [
+        d["frame_index"] for d in documents(subscriber, f"edgebox/{device_id}/streams/cam/results")
+    ]
     assert frames == [0, 3, 6]
 
 
-def test_messages_published_while_the_broker_is_down_all_arrive_in_order(mosquitto, forwarders):
+@pytest.mark.private_broker
+def test_messages_published_while_the_broker_is_down_all_arrive_in_order(
+    mosquitto, forwarders, device_id
+):
     forwarder = forwarders(mosquitto.url)
     wait_for(lambda: forwarder.stats().state == "connected", what="the link")
     mosquitto.stop()
@@ -141,7 +146,7 @@ def test_messages_published_while_the_broker_is_down_all_arrive_in_order(mosquit
         forwarder.bus.publish(result("cam", index))
     wait_for(lambda: forwarder.stats().spool_rows >= 50, what="50 spooled rows")
     mosquitto.restart()
-    with Subscriber(mosquitto, "edgebox/dev1/streams/#") as subscriber:
+    with Subscriber(mosquitto, f"edgebox/{device_id}/streams/#") as subscriber:
         # Some may have gone out before the subscriber came: only the tail is checked.
         forwarder.bus.publish(result("cam", 50))
         subscriber.wait_for(
@@ -154,6 +159,7 @@ def test_messages_published_while_the_broker_is_down_all_arrive_in_order(mosquit
     assert stats.dropped == {}
 
 
+@pytest.mark.private_broker
 def test_a_link_that_was_up_recently_comes_back_soon_after_its_broker(
     mosquitto, forwarders, caplog
 ):
@@ -209,9 +215,9 @@ def test_a_broker_that_never_answers_is_given_up_and_retried(forwarders):
         wait_for(lambda: forwarder.stats().spool_rows >= 1, what="the result to be spooled")
 
 
-def test_tls_with_a_client_certificate_connects_and_delivers(tmp_path, forwarders):
+def test_tls_with_a_client_certificate_connects_and_delivers(tmp_path, forwarders, device_id):
     with MosquittoBroker(tmp_path / "broker", tls=True) as broker:
-        with Subscriber(broker, "edgebox/dev1/events") as subscriber:
+        with Subscriber(broker, f"edgebox/{device_id}/events") as subscriber:
             forwarder = forwarders(
                 broker.url,
                 ca_file=broker.ca_file,
@@ -227,25 +233,25 @@ def test_tls_with_a_client_certificate_connects_and_delivers(tmp_path, forwarder
         assert forwarder.stop(5.0)
 
 
-def test_mqtt_3_1_1_delivers_status_and_events(mosquitto, forwarders):
-    with Subscriber(mosquitto, "edgebox/dev1/#") as subscriber:
+def test_mqtt_3_1_1_delivers_status_and_events(mosquitto, forwarders, device_id):
+    with Subscriber(mosquitto, f"edgebox/{device_id}/#") as subscriber:
         forwarder = forwarders(mosquitto.url, protocol="3.1.1")
         forwarder.bus.publish(ModelStateChanged("m", 1, "READY"))
         subscriber.wait_for(
             lambda ms: (
                 any(b"edgebox.model_state" in m.payload for m in ms)
-                and any(m.topic == "edgebox/dev1/status" for m in ms)
+                and any(m.topic == f"edgebox/{device_id}/status" for m in ms)
             ),
             what="status and the event over MQTT 3.1.1",
         )
 
 
 def test_a_spool_that_cannot_be_written_becomes_memory_only_and_says_so(
-    tmp_path, mosquitto, forwarders
+    tmp_path, mosquitto, forwarders, device_id
 ):
     not_a_folder = tmp_path / "a-file"
     not_a_folder.write_text("")
-    with Subscriber(mosquitto, "edgebox/dev1/events") as subscriber:
+    with Subscriber(mosquitto, f"edgebox/{device_id}/events") as subscriber:
         forwarder = forwarders(mosquitto.url, spool_path=not_a_folder / "spool.sqlite")
         forwarder.bus.publish(ModelStateChanged("m", 1, "READY"))
         degraded = subscriber.wait_for(
@@ -285,10 +291,12 @@ def test_the_right_password_logs_in(tmp_path, forwarders):
         assert forwarder.stop(5.0)
 
 
-def test_a_retained_offline_from_another_client_is_replaced_by_our_status(mosquitto, forwarders):
+def test_a_retained_offline_from_another_client_is_replaced_by_our_status(
+    mosquitto, forwarders, device_id
+):
     """Issue 19: a retained ``offline`` published by another client stayed
     until the daemon's next state change."""
-    with Subscriber(mosquitto, "edgebox/dev1/status") as watcher:
+    with Subscriber(mosquitto, f"edgebox/{device_id}/status") as watcher:
         forwarder = forwarders(mosquitto.url, started_at=1718000000.5)
         watcher.wait_for(lambda ms: ms, what="the online status")
         stale = {"state": "offline", "started_at": 1.0, "reason": "connection lost", "seq": 9}
@@ -296,7 +304,7 @@ def test_a_retained_offline_from_another_client_is_replaced_by_our_status(mosqui
         other.connect("127.0.0.1", mosquitto.port)
         other.loop_start()
         other.publish(
-            "edgebox/dev1/status", json.dumps(stale), qos=1, retain=True
+            f"edgebox/{device_id}/status", json.dumps(stale), qos=1, retain=True
         ).wait_for_publish(5)
         other.disconnect()
         other.loop_stop()
@@ -304,7 +312,7 @@ def test_a_retained_offline_from_another_client_is_replaced_by_our_status(mosqui
             lambda ms: len(ms) >= 3 and json.loads(ms[-1].payload)["state"] == "online",
             what="our status published again after the stale one",
         )
-    with Subscriber(mosquitto, "edgebox/dev1/status") as late:
+    with Subscriber(mosquitto, f"edgebox/{device_id}/status") as late:
         retained = late.wait_for(lambda ms: ms, what="the retained status")[0]
     assert json.loads(retained.payload)["state"] == "online"
     assert forwarder.stats().state == "connected"
@@ -312,7 +320,7 @@ def test_a_retained_offline_from_another_client_is_replaced_by_our_status(mosqui
 
 @pytest.mark.parametrize("client_ids", [("", ""), ("edgebox-a", "edgebox-b")], ids=["one", "two"])
 def test_two_daemons_with_one_device_id_are_reported_as_a_conflict(
-    mosquitto, forwarders, caplog, client_ids
+    mosquitto, forwarders, caplog, client_ids, device_id
 ):
     """Issue 19: cloned devices with one device id knocked each other off the
     broker in a loop ("Unspecified error") and nothing said why. With one
@@ -324,7 +332,8 @@ def test_two_daemons_with_one_device_id_are_reported_as_a_conflict(
     second = forwarders(mosquitto.url, started_at=2.5, client_id=client_ids[1])
     wait_for(
         lambda: any(
-            "another daemon publishes as device 'dev1'" in r.getMessage() for r in caplog.records
+            f"another daemon publishes as device '{device_id}'" in r.getMessage()
+            for r in caplog.records
         ),
         what="the conflict in the log",
     )

@@ -9,10 +9,7 @@ name test_settings for pytest.)
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
-import itertools
 import socket
 from pathlib import Path
 
@@ -20,6 +17,7 @@ import pytest
 
 from edgebox.mqtt.identity import default_device_id, hostname_topic_level
 from edgebox.mqtt.settings import BrokerUrl, MqttSettings
+from field_docstrings import documented_fields
 
 SECRET = "hunter2-not-for-logs"
 
@@ -50,15 +48,7 @@ def test_defaults() -> None:
 
 
 def test_every_field_has_a_docstring() -> None:
-    body = ast.parse(inspect.getsource(MqttSettings)).body[0].body
-    documented = {
-        node.target.id
-        for node, after in itertools.pairwise(body)
-        if isinstance(node, ast.AnnAssign)
-        and isinstance(after, ast.Expr)
-        and isinstance(after.value, ast.Constant)
-    }
-    assert documented == {f.name for f in dataclasses.fields(MqttSettings)}
+    assert documented_fields(MqttSettings) == {f.name for f in dataclasses.fields(MqttSettings)}
 
 
 @pytest.mark.parametrize(

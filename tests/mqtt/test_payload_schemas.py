@@ -42,6 +42,7 @@ from edgebox.mqtt.spool import DROP_ORDER, Outgoing, Spool
 from edgebox.mqtt.topics import Topics
 from edgebox.summaries import summarize
 from edgebox.tensors import Tensor
+from fakes.fake_snapshots import fake_psutil_snapshot
 from mosquitto_broker import Subscriber
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -151,22 +152,11 @@ def one_of_each_event() -> list[Event]:
             engines={"DLA0": {"online": False, "freq_mhz": None}},
             timestamp=1_700_000_000.0,
         ),
-        TelemetrySnapshot(
-            source="psutil",
+        fake_psutil_snapshot(
             cpu_pct=3.1,
             cpu_per_core_pct=(3.0, 3.2),
             memory_used_bytes=2_000_000_000,
             memory_total_bytes=8_000_000_000,
-            gpu=None,
-            emc_pct=None,
-            temperatures_c={},
-            power={},
-            total_power_mw=None,
-            fan_pct=None,
-            nvpmodel=None,
-            nvpmodel_id=None,
-            jetson_clocks=None,
-            engines={},
             timestamp=1_700_000_001.0,
         ),
     ]
@@ -297,16 +287,16 @@ class OneModelRegistry:
 
 
 def test_every_payload_a_subscriber_receives_from_the_forwarder_matches_its_schema(
-    mosquitto, tmp_path
+    mosquitto, tmp_path, device_id
 ):
     settings = MqttSettings(
-        url=mosquitto.url, device_id=DEVICE, spool_path=tmp_path / "spool.sqlite"
+        url=mosquitto.url, device_id=device_id, spool_path=tmp_path / "spool.sqlite"
     )
     bus = EventBus()
     forwarder = build_forwarder(
         settings, bus, OneModelRegistry(), (), lambda: {"demo-road": "running"}
     )
-    with Subscriber(mosquitto, f"edgebox/{DEVICE}/#") as subscriber:
+    with Subscriber(mosquitto, f"edgebox/{device_id}/#") as subscriber:
         forwarder.start()
         try:
             wait_for(lambda: forwarder.stats().state == "connected", what="the link")

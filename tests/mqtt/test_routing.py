@@ -7,6 +7,7 @@ from __future__ import annotations
 from edgebox.events import TelemetrySnapshot, ThermalChanged
 from edgebox.mqtt.routing import EVENT_KINDS, Router
 from edgebox.mqtt.topics import Topics
+from fakes.fake_snapshots import fake_psutil_snapshot
 
 
 def router() -> Router:
@@ -14,24 +15,7 @@ def router() -> Router:
 
 
 def snapshot() -> TelemetrySnapshot:
-    return TelemetrySnapshot(
-        source="psutil",
-        cpu_pct=3.0,
-        cpu_per_core_pct=(3.0,),
-        memory_used_bytes=1,
-        memory_total_bytes=2,
-        gpu=None,
-        emc_pct=None,
-        temperatures_c={},
-        power={},
-        total_power_mw=None,
-        fan_pct=None,
-        nvpmodel=None,
-        nvpmodel_id=None,
-        jetson_clocks=None,
-        engines={},
-        timestamp=1.0,
-    )
+    return fake_psutil_snapshot()
 
 
 def test_thermal_change_goes_to_the_events_topic_as_an_event():

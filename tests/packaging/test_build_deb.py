@@ -174,14 +174,29 @@ def test_dashboard_assets_are_inside_and_load_nothing_from_elsewhere(unpacked):
         assert not re.search(r"(src|href)=[\"']?(https?:)?//", text), template.name
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
-                    reason="cuts the network with unshare -n, which needs root")
-@pytest.mark.skipif(
+_NEEDS_ROOT_AND_UNSHARE = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare"),
+    reason="cuts the network with unshare -n, which needs root",
+)
+_NEEDS_DEBIAN_12_PYTHON = pytest.mark.skipif(
     not Path("/usr/bin/python3").exists()
-    or subprocess.run(["/usr/bin/python3", "-c", "import sys; assert sys.version_info[:2] == (3, 11)"],
-                      check=False, timeout=30).returncode != 0,
+    or subprocess.run(
+        ["/usr/bin/python3", "-c", "import sys; assert sys.version_info[:2] == (3, 11)"],
+        check=False,
+        timeout=30,
+    ).returncode
+    != 0,
     reason="the amd64 package's wheelhouse is for /usr/bin/python3 3.11 (Debian 12)",
 )
+
+
+def offline_install_on_debian_12(test):
+    """Marks a test that installs the amd64 package's wheelhouse with the
+    network cut: it needs root, ``unshare`` and Debian 12's python3."""
+    return _NEEDS_ROOT_AND_UNSHARE(_NEEDS_DEBIAN_12_PYTHON(test))
+
+
+@offline_install_on_debian_12
 def test_wheelhouse_installs_edgebox_with_the_network_cut(unpacked, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(venv)],
@@ -228,14 +243,19 @@ def fake_onnxruntime_gpu(folder: Path, tag: str) -> Path:
     return path
 
 
-def test_onnxruntime_wheel_replaces_the_cpu_build(tmp_path):
-    wheel = fake_onnxruntime_gpu(tmp_path, "cp311-cp311-linux_x86_64")
-    result = subprocess.run(
+def build_amd64_with(wheel: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """build_deb.sh for amd64 and Python 3.11 with ``--onnxruntime-wheel``."""
+    return subprocess.run(
         [str(ROOT / "scripts" / "build_deb.sh"), "--arch", "amd64", "--python", "3.11",
-         "--onnxruntime-wheel", str(wheel), "--out", str(tmp_path / "out")],
+         "--onnxruntime-wheel", str(wheel), "--out", str(out)],
         env={**os.environ, "PYTHON": sys.executable},
         capture_output=True, text=True, timeout=300,
-    )
+    )  # fmt: skip
+
+
+def test_onnxruntime_wheel_replaces_the_cpu_build(tmp_path):
+    wheel = fake_onnxruntime_gpu(tmp_path, "cp311-cp311-linux_x86_64")
+    result = build_amd64_with(wheel, tmp_path / "out")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     (package,) = (tmp_path / "out").glob("edgebox_*_amd64.deb")
     wheels = wheelhouse_of(package)
@@ -246,25 +266,13 @@ def test_onnxruntime_wheel_replaces_the_cpu_build(tmp_path):
 
 def test_onnxruntime_wheel_for_another_target_stops_the_build(tmp_path):
     wheel = fake_onnxruntime_gpu(tmp_path, "cp310-cp310-linux_aarch64")
-    result = subprocess.run(
-        [str(ROOT / "scripts" / "build_deb.sh"), "--arch", "amd64", "--python", "3.11",
-         "--onnxruntime-wheel", str(wheel), "--out", str(tmp_path / "out")],
-        env={**os.environ, "PYTHON": sys.executable},
-        capture_output=True, text=True, timeout=300,
-    )
+    result = build_amd64_with(wheel, tmp_path / "out")
     assert result.returncode != 0
     assert f"{wheel.name} is not a supported wheel on this platform" in result.stderr
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
-                    reason="cuts the network with unshare -n, which needs root")
-@pytest.mark.skipif(
-    not Path("/usr/bin/python3").exists()
-    or subprocess.run(["/usr/bin/python3", "-c", "import sys; assert sys.version_info[:2] == (3, 11)"],
-                      check=False, timeout=30).returncode != 0,
-    reason="the amd64 package's wheelhouse is for /usr/bin/python3 3.11 (Debian 12)",
-)
+@offline_install_on_debian_12
 def test_postinst_builds_the_virtualenv_with_the_network_cut(deb, unpacked, tmp_path):
     """The package's own build_venv, its paths moved under tmp_path."""
     control = tmp_path / "control"

@@ -11,35 +11,22 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
+from cli_helpers import run_edgebox, tree
 from daemon_process import wait_for
 from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, NotFound
 from edgebox.repository import publish as publish_module
 from edgebox.repository.layout import scan_model, scan_repository
 from edgebox.repository.publish import ConfigRejected, publish_version
-from model_fixtures import ADD_SUB_CONFIG, REPO_ROOT, add_add_sub
+from model_fixtures import ADD_SUB_CONFIG, add_add_sub
 from scripts.onnx_builders import build_add_sub
 
 PYTHON_MODEL = "import triton_python_backend_utils as pb_utils\n"
-
-
-def tree(root: Path) -> dict[str, bytes | None]:
-    """Every entry below ``root``: files with their bytes, folders as None."""
-    entries: dict[str, bytes | None] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames:
-            entries[os.path.relpath(os.path.join(dirpath, name), root)] = None
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            entries[os.path.relpath(path, root)] = Path(path).read_bytes()
-    return entries
 
 
 @pytest.fixture
@@ -639,18 +626,6 @@ def served_versions(client: httpclient.InferenceServerClient, model: str) -> lis
         return []
 
 
-def run_publish(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EDGEBOX_")}
-    return subprocess.run(
-        [sys.executable, "-m", "edgebox", "publish", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_a_published_version_is_served_without_ever_being_unavailable(
     tmp_path: Path, repo: Path, onnx_file: Path, start_daemon
 ) -> None:
@@ -658,7 +633,7 @@ def test_a_published_version_is_served_without_ever_being_unavailable(
     client = httpclient.InferenceServerClient(daemon.url)
     assert served_versions(client, "add_sub") == ["1"]
 
-    result = run_publish(str(onnx_file), "--model", "add_sub", "--repository", str(repo))
+    result = run_edgebox("publish", str(onnx_file), "--model", "add_sub", "--repository", str(repo))
 
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout == f"published model 'add_sub' version 2 to {repo}/add_sub/2\n"
@@ -666,8 +641,8 @@ def test_a_published_version_is_served_without_ever_being_unavailable(
 
     new_config = tmp_path / "new_config.pbtxt"
     new_config.write_text(ADD_SUB_CONFIG.format(name="add_sub_b"))
-    result = run_publish(
-        str(onnx_file), "--model", "add_sub_b", "--repository", str(repo),
+    result = run_edgebox(
+        "publish", str(onnx_file), "--model", "add_sub_b", "--repository", str(repo),
         "--config", str(new_config),
     )  # fmt: skip
 

@@ -15,6 +15,7 @@ from edgebox.scheduling.dynamic_batcher import DynamicBatcher
 from edgebox.scheduling.instance_pool import InstancePool
 from edgebox.signature import ModelSignature
 from edgebox.tensors import InferRequest, Tensor
+from fakes.caller import Caller
 from fakes.gated_instance import FakeGatedInstance
 
 CONFIG = """
@@ -34,22 +35,6 @@ def batcher_for(instances, max_batch: int = 8, batching: str = "") -> DynamicBat
 def request(value: float, width: int = 3, rows: int = 1, **parameters) -> InferRequest:
     data = np.full((rows, width), value, dtype=np.float32)
     return InferRequest("m", [Tensor("X", "FP32", data)], id=str(value), parameters=parameters)
-
-
-class Caller(threading.Thread):
-    def __init__(self, batcher: DynamicBatcher, req: InferRequest) -> None:
-        super().__init__(daemon=True)
-        self.batcher, self.req = batcher, req
-        self.response = self.error = None
-        self.finished = threading.Event()
-        self.start()
-
-    def run(self) -> None:
-        try:
-            self.response = self.batcher.infer(self.req)
-        except Exception as exc:
-            self.error = exc
-        self.finished.set()
 
 
 def hold_first_then_queue(batcher, instance, requests) -> list[Caller]:

@@ -17,6 +17,7 @@ from edgebox.scheduling.sequence_controls import SequenceControls
 from edgebox.scheduling.sequence_tag import WARMUP_SEQUENCE
 from edgebox.signature import ModelSignature
 from edgebox.tensors import InferRequest, RequestedOutput, Tensor
+from fakes.caller import Caller
 from fakes.sequence_instance import FakeSequenceInstance
 
 CONTROLS = """
@@ -88,20 +89,6 @@ def seq(sequence_id, value, start=False, end=False, **kwargs):
 
 def output(response, name: str = "OUTPUT") -> int:
     return int(response.output(name).data.ravel()[0])
-
-
-class Caller(threading.Thread):
-    def __init__(self, batcher: SequenceBatcher, req: InferRequest) -> None:
-        super().__init__(daemon=True)
-        self.batcher, self.req = batcher, req
-        self.response = self.error = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            self.response = self.batcher.infer(self.req)
-        except Exception as exc:
-            self.error = exc
 
 
 def refusal(batcher, req) -> str:

@@ -25,6 +25,15 @@ def fake_web(root: Path, installed: bool) -> Path:
     return web
 
 
+def vendored_copies(web: Path, text: str) -> Path:
+    """``web/static/vendor`` holding a copy of every vendored file, reading ``text``."""
+    vendor = web / "static" / "vendor"
+    vendor.mkdir(parents=True)
+    for name in VENDORED.values():
+        (vendor / name).write_text(text)
+    return vendor
+
+
 def test_installed_files_are_copied_into_static_vendor(tmp_path):
     web = fake_web(tmp_path, installed=True)
     written = build(web)
@@ -35,10 +44,7 @@ def test_installed_files_are_copied_into_static_vendor(tmp_path):
 
 def test_copies_newer_than_the_lock_are_kept_without_npm(tmp_path, monkeypatch):
     web = fake_web(tmp_path, installed=False)
-    vendor = web / "static" / "vendor"
-    vendor.mkdir(parents=True)
-    for name in VENDORED.values():
-        (vendor / name).write_text("vendored\n")
+    vendor = vendored_copies(web, "vendored\n")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert build(web) == []
     assert (vendor / "uPlot.iife.min.js").read_text() == "vendored\n"
@@ -46,10 +52,8 @@ def test_copies_newer_than_the_lock_are_kept_without_npm(tmp_path, monkeypatch):
 
 def test_copies_older_than_the_lock_need_npm_and_say_how_to_get_it(tmp_path, monkeypatch):
     web = fake_web(tmp_path, installed=False)
-    vendor = web / "static" / "vendor"
-    vendor.mkdir(parents=True)
+    vendor = vendored_copies(web, "stale\n")
     for name in VENDORED.values():
-        (vendor / name).write_text("stale\n")
         os.utime(vendor / name, (0, 0))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(WebBuildError) as error:

@@ -3,10 +3,7 @@ problem named by entry, key and source; the shipped example stays valid."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
-import itertools
 from pathlib import Path
 
 import pytest
@@ -15,6 +12,7 @@ from edgebox.dashboard.settings import DashboardSettings
 from edgebox.settings import Settings, SettingsError, load_settings
 from edgebox.settings import loader as settings_module
 from edgebox.streams.settings import StreamSettings
+from field_docstrings import documented_fields
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -220,14 +218,7 @@ def test_bad_yaml_in_the_environment_is_refused():
 
 
 def test_stream_settings_fields_have_docstrings():
-    body = ast.parse(inspect.getsource(StreamSettings)).body[0].body
-    documented = {
-        node.target.id
-        for node, after in itertools.pairwise(body)
-        if isinstance(node, ast.AnnAssign)
-        and isinstance(after, ast.Expr)
-        and isinstance(after.value, ast.Constant)
-    }
+    documented = documented_fields(StreamSettings)
     assert documented == {f.name for f in dataclasses.fields(StreamSettings)}
 
 
