@@ -26,6 +26,9 @@ CONFLICT_WINDOW_S = 600.0
 may be what a previous run of this daemon left), and so is another daemon's
 ``online`` while ours stands; reported once per window."""
 OURS_KEPT = 16
+MAX_DOCUMENT_BYTES = 64 * 1024
+"""A status document is a few kB; anything larger on the topic is not one,
+and is not parsed on the MQTT thread."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,9 @@ class StatusWatch:
         self._ours: deque[bytes] = deque(maxlen=OURS_KEPT)
         self._confirmed = False
         """The broker echoed our latest status: the retained one is ours."""
-        self._others: deque[float] = deque()
+        self._others: deque[float] = deque(maxlen=2)
+        """When another daemon's status was last seen: two within the window
+        are all a conflict needs, so a flood keeps no more."""
         self._reported = float("-inf")
 
     def published(self, payload: bytes) -> None:
@@ -68,7 +73,7 @@ class StatusWatch:
                 self._confirmed = True
             return StatusCheck()
         try:
-            document = json.loads(payload)
+            document = json.loads(payload) if len(payload) <= MAX_DOCUMENT_BYTES else None
         except ValueError:
             document = None
         if not isinstance(document, dict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from edgebox.mqtt.status_watch import CONFLICT_WINDOW_S, StatusWatch
+from edgebox.mqtt.status_watch import CONFLICT_WINDOW_S, MAX_DOCUMENT_BYTES, StatusWatch
 
 STARTED = 1718000000.25
 
@@ -107,4 +107,18 @@ def test_what_a_previous_run_left_is_no_conflict():
 def test_a_payload_that_is_no_status_document_is_replaced_but_is_no_conflict():
     watch = confirmed_watch()
     check = watch.seen(b"\xff garbage")
+    assert (check.republish, check.conflict) == (True, None)
+
+
+def test_a_flood_on_the_status_topic_keeps_memory_and_work_bounded():
+    """Any client the broker lets publish there is untrusted: a flood of
+    statuses keeps two timestamps, and a huge payload is not parsed."""
+    clock = FakeClock()
+    watch = confirmed_watch(clock)
+    for seq in range(10_000):
+        watch.seen(status("offline", started_at=9.0, seq=seq))
+    assert len(watch._others) == 2
+    huge = status("online", started_at=9.0, padding="x" * MAX_DOCUMENT_BYTES)
+    fresh = confirmed_watch(clock)
+    check = fresh.seen(huge)
     assert (check.republish, check.conflict) == (True, None)
