@@ -31,6 +31,8 @@ from edgebox.events import EventBus
 from edgebox.lifecycle.limits import LoadLimits, default_max_threads_per_instance
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
+from edgebox.lifecycle.rollout.rollouts import Rollouts
+from edgebox.lifecycle.rollout.state_directory import open_state
 from edgebox.live_reload import reload_settings
 from edgebox.metrics.collector import MetricsCollector
 from edgebox.metrics.server import MetricsServer
@@ -54,16 +56,33 @@ log = logging.getLogger("edgebox")
 
 
 class Daemon:
-    def __init__(self, settings: Settings, reread: Callable[[], Settings] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        reread: Callable[[], Settings] | None = None,
+        catch_faults: bool = False,
+    ) -> None:
         """``reread`` builds the settings again from the same layers as at
         start (the CLI's file, environment and flags), for SIGHUP; raises
-        SettingsError when they are wrong. None: nothing to re-read."""
+        SettingsError when they are wrong. None: nothing to re-read.
+        ``catch_faults``: this process is the daemon, so fatal errors are
+        reported into the state directory (``state_directory.py``)."""
         self.settings = settings
         """What the daemon runs on: after a reload, the live fields' new
         values and the others' old ones."""
         self._reread = reread
         self.bus = EventBus()
         self.registry = ModelRegistry(self.bus)
+        self._rollout_state = open_state(settings.state_directory, catch_faults)
+        self.rollouts = Rollouts(
+            self.registry,
+            self._rollout_state.store,
+            self._rollout_state.marks,
+            self.bus,
+            settings.rollout,
+            park_rolled_back=settings.model_control_mode == "poll",
+            previous_fatal=self._rollout_state.previous_fatal,
+        )
         self.manager = LifecycleManager(
             settings.model_repository,
             self.registry,
@@ -78,6 +97,7 @@ class Daemon:
                 max_threads_per_instance=settings.max_threads_per_instance
                 or default_max_threads_per_instance(),
             ),
+            rollouts=self.rollouts,
         )
         self.dataplane = DataPlane(
             self.registry,
@@ -218,6 +238,8 @@ class Daemon:
         log.info("GRPC service listening on %s:%d", settings.host, grpc_port)
         self._start_dashboard()
         mode = settings.model_control_mode
+        self.rollouts.recover()
+        self.rollouts.start_thread()
         loader = threading.Thread(target=self._load_initial, name="initial-load", daemon=True)
         loader.start()
         while not (self._stop.is_set() or self._loaded.is_set()):
@@ -375,7 +397,7 @@ class Daemon:
 
 def run_daemon(settings: Settings, reread: Callable[[], Settings] | None = None) -> int:
     """``reread``: see ``Daemon``; the CLI passes one that redoes its layering."""
-    daemon = Daemon(settings, reread)
+    daemon = Daemon(settings, reread, catch_faults=True)
     signal.signal(signal.SIGTERM, daemon.request_stop)
     signal.signal(signal.SIGINT, daemon.request_stop)
     signal.signal(signal.SIGHUP, daemon.request_reload)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -177,7 +178,11 @@ class DataPlane:
             # A request the model never saw is not the model's failure: Triton
             # counts neither success nor failure for it (tests/parity/).
             served.signature.check_request(request, served.where)
-            response = _stamped(served.scheduler.infer(request), request, served)
+            if served.observer is None:
+                response = served.scheduler.infer(request)
+            else:
+                response = _observed(served, request)
+            response = _stamped(response, request, served)
             if from_client and self._result_tap is not None and _publishes(served):
                 self._result_tap(served, response)
             return response
@@ -291,6 +296,30 @@ class _ServedResponses:
             self._sink.send(response, True)
         finally:
             self._served.exit()
+
+
+def _observed(served: ServedModel, request: InferRequest) -> InferResponse:
+    """``served`` answers ``request`` while a rollout watches it: its
+    observer gets the answer or the error, and how long it took. An observer
+    that fails never costs the client its answer."""
+    observer = served.observer
+    started = time.perf_counter()
+    try:
+        response = served.scheduler.infer(request)
+    except BaseException as exc:
+        _tell(observer, served, request, None, time.perf_counter() - started, exc)
+        raise
+    _tell(observer, served, request, response, time.perf_counter() - started, None)
+    return response
+
+
+def _tell(observer, served, request, response, seconds, error) -> None:
+    if observer is None:
+        return
+    try:
+        observer(request, response, seconds, error)
+    except Exception:
+        log.exception("%s: the rollout's observer failed", served.where)
 
 
 def _stamped(response: InferResponse, request: InferRequest, served: ServedModel) -> InferResponse:

@@ -45,6 +45,9 @@ from edgebox.repository.rollback import (
 )
 
 
+ROLLOUT_ACTIONS = ("promote", "abort", "release")
+
+
 class RepositoryControl:
     """Thread-safe: HTTP and gRPC workers and the dashboard call in at once;
     the manager serialises loads of one model, ``rollback_model`` and
@@ -140,6 +143,37 @@ class RepositoryControl:
         if name not in self._registry.model_names():
             return
         self._manager.unload_model(name, unload_dependents)
+
+    # -- rollouts (any control mode; docs/rollout.md) -------------------------
+
+    def rollout_status(self, name: str) -> dict:
+        """The model's rollout resource (``Rollouts.status``): a rollout or
+        watch window in progress with its figures, how the last one ended,
+        the versions held. NotFound for a model neither loaded nor in the
+        repository."""
+        self._require_known(name)
+        return self._manager.rollouts.status(name)
+
+    def rollout_statuses(self) -> list[dict]:
+        """The rollouts and watch windows in progress, by model name."""
+        return self._manager.rollouts.statuses()
+
+    def rollout_action(self, name: str, action: str) -> dict:
+        """``promote`` or ``abort`` the rollout in progress (InvalidArgument
+        when there is none), or ``release`` the model's held versions
+        (NotFound when none is held); the rollout resource afterwards."""
+        if action not in ROLLOUT_ACTIONS:
+            raise InvalidArgument(
+                f"rollout action {action!r}: expected one of {', '.join(ROLLOUT_ACTIONS)}"
+            )
+        self._require_known(name)
+        return getattr(self._manager.rollouts, action)(name)
+
+    def _require_known(self, name: str) -> None:
+        check_model_name(name)
+        if name in self._registry.model_names():
+            return
+        model_folder(self._manager.repository, name)
 
     # -- rollback (poll mode; docs/dashboard.md) ------------------------------
 

@@ -32,7 +32,7 @@ DEMO_CONFIG = Path("etc/demo.yaml")
 
 def mqtt_flags(broker_url: str, run_dir: Path) -> list[str]:
     """The serve flags that point the daemon at the demo broker, and keep the
-    daemon's state (spool, the dashboard's session key) in ``run_dir``, which
+    daemon's state (spool, the dashboard's session key, rollouts) in ``run_dir``, which
     a developer without root can write."""
     return [
         "--mqtt-url",
@@ -41,6 +41,8 @@ def mqtt_flags(broker_url: str, run_dir: Path) -> list[str]:
         str(run_dir / "mqtt-spool.sqlite"),
         "--dashboard-session-key-path",
         str(run_dir / "dashboard-session.key"),
+        "--state-directory",
+        str(run_dir / "state"),
     ]
 
 

@@ -111,6 +111,8 @@ class DaemonProcess:
             "0",
             "--dashboard-session-key-path",
             str(self.log_path.with_suffix(".session.key")),
+            "--state-directory",
+            str(self.log_path.with_suffix(".state")),
             "--config",
             str(self._empty_config()),
             *self.args,

@@ -40,6 +40,7 @@ def local_settings(tmp_path: Path, **overrides) -> Settings:
         grpc_port=0,
         metrics_port=0,
         dashboard=dashboard,
+        state_directory=tmp_path / "state",
     )
     return Settings(**{**values, **overrides})
 

@@ -13,6 +13,15 @@ from edgebox.events.event import Event
 from edgebox.events.model_result import ModelResult
 from edgebox.events.model_state import ModelStateChanged
 from edgebox.events.mqtt_link import MqttLinkChanged
+from edgebox.events.rollout import (
+    ModelQuarantined,
+    RolloutEvent,
+    RolloutProgress,
+    RolloutPromoted,
+    RolloutRejected,
+    RolloutRolledBack,
+    RolloutStarted,
+)
 from edgebox.events.spool import SpoolDegraded, SpoolDropped
 from edgebox.events.stream_result import StreamLatency, StreamResult
 from edgebox.events.stream_status import StreamState, StreamStatus
@@ -26,6 +35,12 @@ OCCURRENCES = (
     SpoolDropped,
     SpoolDegraded,
     ThermalChanged,
+    RolloutStarted,
+    RolloutProgress,
+    RolloutPromoted,
+    RolloutRejected,
+    RolloutRolledBack,
+    ModelQuarantined,
 )
 """Things that happened, as opposed to data (results, telemetry snapshots):
 what MQTT's ``events`` topic and the dashboard's events page carry."""
@@ -34,9 +49,16 @@ __all__ = [
     "OCCURRENCES",
     "Event",
     "EventBus",
+    "ModelQuarantined",
     "ModelResult",
     "ModelStateChanged",
     "MqttLinkChanged",
+    "RolloutEvent",
+    "RolloutProgress",
+    "RolloutPromoted",
+    "RolloutRejected",
+    "RolloutRolledBack",
+    "RolloutStarted",
     "SpoolDegraded",
     "SpoolDropped",
     "StreamLatency",

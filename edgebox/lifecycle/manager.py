@@ -40,10 +40,12 @@ from edgebox.lifecycle.model_configs import ModelConfigs
 from edgebox.lifecycle.operations import LoadInProgress, ModelOperations, remaining_s
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.lifecycle.retirer import FOLDER_REMOVED, REPLACED, VersionRetirer
+from edgebox.lifecycle.rollout.rollouts import Rollouts
 from edgebox.lifecycle.states import ModelState
 from edgebox.lifecycle.version_loader import LoaderSetup, VersionLoader
 from edgebox.repository.config import ModelConfig
 from edgebox.repository.layout import ModelFolder, scan_model, scan_repository
+from edgebox.repository.rollback import roll_back
 from edgebox.repository.version_policy import missing_specific_versions, select_versions
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,7 @@ class LifecycleManager:
         gpu_ids: list[int] | None = None,
         limits: LoadLimits | None = None,
         infer_stream: InferStreamFunction | None = None,
+        rollouts: Rollouts | None = None,
     ) -> None:
         self.repository = repository
         self._registry = registry
@@ -85,6 +88,14 @@ class LifecycleManager:
         self._requested: set[str] = set()
         """Models loaded because someone named them, not only as an ensemble's
         step: ``unload_dependents`` leaves these loaded, as Triton does."""
+        self.rollouts = rollouts or Rollouts(registry)
+        self.rollouts.attach(
+            operate=self._operate,
+            reconcile=self._reconcile,
+            close=self._versions.close,
+            retire=self._retirer.retire,
+            park=lambda name, version: roll_back(self.repository / name, version),
+        )
 
     # -- operations -------------------------------------------------------
 
@@ -177,6 +188,7 @@ class LifecycleManager:
         for model in names:
             self._operations.cancel_loads(model, "unloaded")
             with self._operations.operating(model):
+                self.rollouts.forget(model)
                 self._retirer.retire_model(model, "unloaded")
             self._configs.drop_override(model)
             self._failed.forget(model)
@@ -187,6 +199,7 @@ class LifecycleManager:
         """The model's folder is gone: unload it and drop its states."""
         self._operations.cancel_loads(name, "model folder removed")
         with self._operations.operating(name):
+            self.rollouts.forget(name)
             self._retirer.retire_model(name, "model folder removed")
             for version in list(self._registry.statuses(name)):
                 self._registry.clear_status(name, version)
@@ -206,6 +219,7 @@ class LifecycleManager:
         running at the deadline."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         self.stop_loading()
+        self.rollouts.stop()
         left: list[str] = []
         for name in self._registry.model_names():
             if self._operations.enter(name, timeout_s=0):
@@ -219,7 +233,10 @@ class LifecycleManager:
             else:
                 log.warning("model '%s' is still loading at the exit deadline; left behind", name)
                 stuck = True
-        return self.wait_retired(remaining_s(deadline)) and not stuck
+        drained = self.wait_retired(remaining_s(deadline)) and not stuck
+        if drained:
+            self.rollouts.closed_cleanly()
+        return drained
 
     def wait_retired(self, timeout_s: float | None = None) -> bool:
         """Wait (up to ``timeout_s``) for every version retired so far to be
@@ -236,6 +253,7 @@ class LifecycleManager:
         """Retire ``name``'s versions, then end the operation ``unload_all``
         entered."""
         try:
+            self.rollouts.forget(name)
             self._retirer.retire_model(name, reason)
         finally:
             self._operations.leave(name)
@@ -269,7 +287,10 @@ class LifecycleManager:
             folder = scan_model(self.repository / name)
         available = list(folder.versions)
         digest = config.SerializeToString(deterministic=True)
-        wanted = select_versions(config.version_policy, available)
+        held = self.rollouts.holds(name, folder)
+        for version, reason in held.items():
+            self._registry.set_status(name, version, ModelState.UNAVAILABLE, reason)
+        wanted = select_versions(config.version_policy, [v for v in available if v not in held])
         for missing in missing_specific_versions(config.version_policy, available):
             self._registry.set_status(
                 name,
@@ -279,33 +300,61 @@ class LifecycleManager:
                 "(listed in version_policy specific)",
             )
         if not wanted:
+            held_text = f", held: {sorted(held)}" if held else ""
             reason = (
                 f"no version folder in '{folder.path}' is selected by its version_policy "
-                f"(found: {sorted(available) or 'none'})"
+                f"(found: {sorted(available) or 'none'}{held_text})"
             )
             self._registry.set_status(name, None, ModelState.UNAVAILABLE, reason)
+            self.rollouts.forget(name)
             self._retirer.retire_model(name, "unloaded")
             raise Unavailable(f"model '{name}': {reason}")
 
         failures: list[str] = []
         first_code: ErrorCode | None = None
         serving = self._registry.served_versions(name)
-        for version in wanted:
-            source = (digest, folder.versions[version].fingerprint)
+        policy = self.rollouts.policy_for(config)
+        candidate, baseline = self._plan_rollout(name, policy, folder, wanted, serving, set(held))
+        sources = {v: (digest, entry.fingerprint) for v, entry in folder.versions.items()}
+        active = self.rollouts.active(name)
+        if active is not None and (
+            candidate is None or active.key != (candidate, sources[candidate])
+        ):
+            self.rollouts.end(name, "superseded by a change in the model's folder or config")
+            active = None
+        order = list(wanted)
+        if baseline is not None and baseline not in serving:
+            order = [baseline] + [v for v in order if v != baseline]
+        for version in order:
+            source = sources[version]
             current = serving.get(version)
             if current is not None and current.source == source:
+                continue
+            if active is not None and version == candidate:
                 continue
             reason = self._failed.reason(name, version, source)
             if reason is not None and not retry_failed:
                 failures.append(reason)
                 continue
-            replacing = [
-                old for number, old in serving.items() if number == version or number not in wanted
-            ]
+            staged = version == candidate and self._registry.served_versions(name).get(baseline)
+            replacing = (
+                []
+                if staged or version not in wanted
+                else [
+                    old
+                    for number, old in serving.items()
+                    if number == version or number not in wanted
+                ]
+            )
             try:
-                served = self._versions.load(name, version, config, load, replacing)
+                with self.rollouts.loading(name, version, folder):
+                    served = self._versions.load(name, version, config, load, replacing)
                 served.source = source
+                if staged:
+                    self._stage(served, load, staged, policy)
+                    continue
                 previous = self._versions.publish(served, load)
+                self.rollouts.published(served, folder)
             except EdgeboxError as exc:
                 if self._operations.cancelled(load):
                     # An unload or shutdown follows; nothing to record or retire.
@@ -325,10 +374,13 @@ class LifecycleManager:
             if previous is not None:
                 self._retirer.retire(previous, REPLACED)
 
+        kept = self.rollouts.kept(name)
         leaving: dict[int, str] = {}
         for version in self._registry.served_versions(name):
             if version not in available:
                 leaving[version] = FOLDER_REMOVED
+            elif version in kept:
+                self._registry.set_status(name, version, ModelState.READY, kept[version])
             elif version not in wanted and not failures:
                 leaving[version] = "unloaded (not selected by version_policy)"
             elif version not in wanted:
@@ -342,7 +394,12 @@ class LifecycleManager:
                 )
         self._retirer.retire_versions(name, leaving)
         for version in self._registry.statuses(name):
-            if version is not None and version not in available and version not in leaving:
+            if (
+                version is not None
+                and version not in available
+                and version not in leaving
+                and not (active is not None and version == active.candidate.version)
+            ):
                 self._registry.clear_status(name, version)
         self._failed.forget(name, keep=available)
         if failures:
@@ -353,6 +410,58 @@ class LifecycleManager:
             # anything else (a missing or broken file) leaves it unavailable.
             refusal = InvalidArgument if first_code is ErrorCode.INVALID_ARG else Unavailable
             raise refusal(f"model '{name}': {failures[0]}{serving_text}")
+
+    def _plan_rollout(
+        self,
+        name: str,
+        policy,
+        folder: ModelFolder,
+        wanted: list[int],
+        serving: dict,
+        held: set[int],
+    ) -> tuple[int | None, int | None]:
+        """(candidate, baseline): the new default version that must prove
+        itself and the version that serves meanwhile, or (None, None) when
+        the new default serves at once: the policy is ``immediate``, it is
+        trusted already, it replaces a version of the same number in place,
+        or nothing older can serve beside it."""
+        if policy.policy == "immediate" or not wanted:
+            return None, None
+        newest = max(wanted)
+        if newest in serving or self.rollouts.trusted(name, newest, folder):
+            return None, None
+        if serving:
+            current = max(serving)
+            return (newest, current) if current < newest else (None, None)
+        baseline = self.rollouts.baseline_for(name, folder, newest, held)
+        return (newest, baseline) if baseline is not None else (None, None)
+
+    def _stage(self, served, load: LoadInProgress, baseline, policy) -> None:
+        """Hand a loaded candidate to its rollout instead of publishing it,
+        unless the load was cancelled meanwhile (then it is closed)."""
+        with self._operations.uncancelled(load) as reason:
+            if not reason:
+                self.rollouts.start(served, baseline, policy, self.repository / served.name)
+                return
+        self._versions.close(served)
+        raise Unavailable(f"{served.where}: load cancelled: {reason}")
+
+    def _operate(self, name: str, action) -> None:
+        """``action`` as the one operation on ``name`` (the rollout's decisions)."""
+        with self._operations.operating(name):
+            action()
+
+    def _reconcile(self, name: str) -> None:
+        """Load ``name`` again with the config it has: what a rollout's
+        decision changed (a version promoted, held or parked, a watch
+        window over) is applied by the version policy, as a poll would."""
+        config = self._configs.get(name)
+        if config is None or self._operations.closing:
+            return
+        try:
+            self._run_load(name, config, None)
+        except EdgeboxError as exc:
+            log.info("model '%s': after its rollout: %s", name, exc)
 
     def _retry_dependents(self, name: str) -> None:
         """Ensembles that could not load while ``name`` was missing get another

@@ -24,6 +24,7 @@ from edgebox.lifecycle.states import ModelState, VersionStatus
 from edgebox.repository.result_publishing import result_publishing
 from edgebox.scheduling.scheduler import Scheduler
 from edgebox.signature import ModelSignature
+from edgebox.tensors import InferRequest, InferResponse
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,12 @@ class ServedModel:
         self._inflight = 0
         self._retired = False
         self._idle = threading.Condition(threading.Lock())
+        self.observer: Observer | None = None
+        """Sees every request the dataplane runs on this version, its latency
+        and outcome, while a rollout or its watch window needs them."""
+        self.on_trial: Callable[[int, bool], None] | None = None
+        """Told the requests in flight (and whether one just started) while the
+        version is on trial, so a crash can be pinned on it (crash_marks.py)."""
 
     @property
     def inflight(self) -> int:
@@ -65,11 +72,15 @@ class ServedModel:
             if self._retired:
                 return False
             self._inflight += 1
+            if self.on_trial is not None:
+                self.on_trial(self._inflight, True)
             return True
 
     def exit(self) -> None:
         with self._idle:
             self._inflight -= 1
+            if self.on_trial is not None:
+                self.on_trial(self._inflight, False)
             if self._inflight == 0:
                 self._idle.notify_all()
 
@@ -88,12 +99,35 @@ class ServedModel:
             self.on_close()
 
 
+Observer = Callable[[InferRequest, "InferResponse | None", float, "BaseException | None"], None]
+"""(request, response or None, seconds, error or None), on the request's thread."""
+
+
+class CanaryRoute:
+    """Sends ``percent`` of a model's default-version requests to a canary,
+    evenly spread (every 5th for 20 %), not at random, so a short run of
+    traffic gets its share too. Used under the registry's lock."""
+
+    def __init__(self, candidate: ServedModel, percent: float) -> None:
+        self.candidate = candidate
+        self._percent = percent
+        self._credit = 0.0
+
+    def take(self) -> bool:
+        self._credit += self._percent
+        if self._credit >= 100.0:
+            self._credit -= 100.0
+            return True
+        return False
+
+
 class ModelRegistry:
     def __init__(self, bus: EventBus | None = None) -> None:
         self._bus = bus
         self._lock = threading.Lock()
         self._served: dict[str, dict[int, ServedModel]] = {}
         self._default: dict[str, ServedModel] = {}
+        self._canaries: dict[str, CanaryRoute] = {}
         self._status: dict[str, dict[int | None, VersionStatus]] = {}
 
     def acquire(self, name: str, version: str = "") -> ServedModel:
@@ -111,6 +145,10 @@ class ModelRegistry:
             else:
                 number = None
                 served = self._default.get(name)
+                if self._canaries:
+                    route = self._canaries.get(name)
+                    if route is not None and route.take() and route.candidate.enter():
+                        return route.candidate
             failure = served.scheduler.failure if served is not None else None
             if served is not None and failure is None and served.enter():
                 return served
@@ -134,6 +172,15 @@ class ModelRegistry:
             self._recompute_default(served.name)
         self.set_status(served.name, served.version, ModelState.READY, "; ".join(served.notes))
         return previous
+
+    def route_canary(self, name: str, route: CanaryRoute | None) -> None:
+        """Start (or with None, stop) sending a share of ``name``'s default
+        requests to a canary that is not published."""
+        with self._lock:
+            if route is None:
+                self._canaries.pop(name, None)
+            else:
+                self._canaries[name] = route
 
     def withdraw(self, name: str, versions: list[int]) -> list[ServedModel]:
         """Stop routing requests to these versions, all in one step, so a

@@ -24,6 +24,7 @@ from edgebox.repository.config_locator import Problem
 from edgebox.repository.contained_path import WARMUP_FOLDER_LABEL, path_problem
 from edgebox.repository.ensemble_rules import check_ensemble
 from edgebox.repository.result_publishing import publishing_problems
+from edgebox.repository.rollout_policy import rollout_problems
 from edgebox.repository.sequence_batching_rules import check_sequence_batching
 
 _FORMATS_WITH_3_DIMS = (
@@ -75,6 +76,7 @@ def check_model_config(config) -> list[Problem]:
     problems += _check_named_paths(config)
     problems += _check_passthrough(config)
     problems += [("parameters", problem) for problem in publishing_problems(config)]
+    problems += [("parameters", problem) for problem in rollout_problems(config)]
     return problems
 
 

@@ -23,6 +23,7 @@ from edgebox.lifecycle.limits import (
 )
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.protocol.access_policy import parse_restrictions, read_api_key
+from edgebox.repository.rollout_policy import RolloutPolicy
 from edgebox.streams.settings import StreamSettings
 from edgebox.telemetry.settings import TelemetrySettings
 
@@ -188,6 +189,17 @@ class Settings:
     """The web dashboard (docs/dashboard.md): on by default, on port 8080;
     ``dashboard:`` in YAML, ``EDGEBOX_DASHBOARD_<FIELD>`` and
     ``--dashboard-<field>`` set single fields, the others keep their defaults."""
+    rollout: RolloutPolicy = dataclasses.field(default_factory=RolloutPolicy)
+    """How a new model version proves itself before it serves
+    (docs/rollout.md): the device-wide default, which a model's own
+    ``rollout*`` parameters in its ``config.pbtxt`` override field by field.
+    ``rollout:`` in YAML, ``EDGEBOX_ROLLOUT_<FIELD>``, ``--rollout-<field>``."""
+    state_directory: Path = Path("/var/lib/edgebox/state")
+    """Where edgebox keeps what must outlive a restart but is no setting:
+    the rollouts' record of trusted, held and on-trial versions
+    (``rollout.json``), the crash marks that quarantine a version the daemon
+    died running, and the last fatal error's report (``fatal.log``). Written
+    only when a rollout changes state: a few kilobytes per rollout."""
     telemetry: TelemetrySettings = dataclasses.field(default_factory=TelemetrySettings)
     """Sampling the module's GPU, CPU, memory, temperatures and power
     (edgebox/telemetry/, docs/configuration.md): on by default; ``telemetry:``

@@ -69,6 +69,7 @@ def test_daemon_leaves_out_the_families_its_settings_turn_off(tmp_path: Path):
         dashboard=DashboardSettings(enabled=False),
         allow_gpu_metrics=False,
         allow_cpu_metrics=False,
+        state_directory=tmp_path / "state",
     )
     daemon = Daemon(settings)
     daemon.telemetry = FakeTelemetrySampler(SAMPLE)

@@ -23,6 +23,8 @@ def local_settings(repository: Path, telemetry: TelemetrySettings) -> Settings:
         extra["dashboard"] = dataclasses.replace(
             Settings().dashboard, port=0, session_key_path=repository / "session.key"
         )
+    if "state_directory" in fields:
+        extra["state_directory"] = repository / "state"
     return Settings(
         model_repository=repository,
         host="127.0.0.1",

@@ -1,0 +1,130 @@
+"""Shadow traffic: copies of live requests answered by a new version that
+clients never hear from.
+
+The request's thread hands over a copy only when the queue has room (two
+pairs); otherwise the sample is dropped and counted, so a busy model pays
+nothing but a counter. One worker thread per rollout runs the copies at a
+lower CPU priority than the daemon's other threads (Linux ``nice`` applies
+per thread), one at a time, so the new version takes only capacity the
+serving one leaves; a copy that waited longer than ``STALE_S`` is dropped
+rather than run late.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from edgebox.errors import EdgeboxError, ErrorCode
+from edgebox.lifecycle.registry import ServedModel
+from edgebox.lifecycle.rollout.compare import Compare
+from edgebox.lifecycle.rollout.gates import Tally
+from edgebox.tensors import InferRequest, InferResponse, RequestedOutput, Tensor
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 2
+STALE_S = 2.0
+SHADOW_NICE = 10
+
+
+class ShadowRunner:
+    def __init__(
+        self,
+        candidate: ServedModel,
+        compare: Compare,
+        tally: Tally,
+        progressed: Callable[[], None],
+    ) -> None:
+        self._candidate = candidate
+        self._compare = compare
+        self._tally = tally
+        self._progressed = progressed
+        self._queue: queue.Queue = queue.Queue(QUEUE_SIZE)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"shadow-{candidate.name}-{candidate.version}", daemon=True
+        )
+        self._thread.start()
+
+    def offer(self, request: InferRequest, response: InferResponse) -> None:
+        """On the request's thread, after the serving version answered."""
+        if self._stopped.is_set():
+            return
+        if self._queue.full():
+            self._tally.drop()
+            return
+        pair = (time.monotonic(), _copied_request(request), _answer(response))
+        try:
+            self._queue.put_nowait(pair)
+        except queue.Full:
+            self._tally.drop()
+
+    def stop(self) -> None:
+        """No more copies; one being answered finishes on its own."""
+        self._stopped.set()
+        try:
+            self._queue.put_nowait(None)
+        except queue.Full:
+            pass
+
+    def _run(self) -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), SHADOW_NICE)
+        except (OSError, AttributeError):
+            pass
+        while not self._stopped.is_set():
+            item = self._queue.get()
+            if item is None or self._stopped.is_set():
+                return
+            offered, request, expected = item
+            if time.monotonic() - offered > STALE_S:
+                self._tally.drop()
+                continue
+            self._answer(request, expected)
+            self._progressed()
+
+    def _answer(self, request: InferRequest, expected: dict[str, np.ndarray]) -> None:
+        candidate = self._candidate
+        if not candidate.enter():
+            return
+        started = time.perf_counter()
+        try:
+            response = candidate.scheduler.infer(request)
+        except EdgeboxError as exc:
+            if exc.code is ErrorCode.INVALID_ARG:
+                return
+            self._tally.candidate(None, str(exc))
+            return
+        except Exception as exc:
+            log.exception("%s: a shadow request failed", candidate.where)
+            self._tally.candidate(None, f"{type(exc).__name__}: {exc}")
+            return
+        finally:
+            candidate.exit()
+        self._tally.candidate(time.perf_counter() - started)
+        verdict = self._compare(expected, _answer(response))
+        self._tally.compared(verdict.agree, verdict.detail)
+
+
+def _copied_request(request: InferRequest) -> InferRequest:
+    """A request of its own: the inputs may be views of a client's shared
+    memory or of a body that is reused once the answer is sent."""
+    return InferRequest(
+        model_name=request.model_name,
+        inputs=[Tensor(t.name, t.datatype, np.array(t.data, copy=True)) for t in request.inputs],
+        model_version="",
+        id=request.id,
+        outputs=[RequestedOutput(o.name) for o in request.outputs],
+        parameters=dict(request.parameters),
+    )
+
+
+def _answer(response: InferResponse) -> dict[str, np.ndarray]:
+    return {t.name: np.array(t.data, copy=True) for t in response.outputs}
