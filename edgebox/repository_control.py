@@ -44,7 +44,6 @@ from edgebox.repository.rollback import (
     version_folders,
 )
 
-
 ROLLOUT_ACTIONS = ("promote", "abort", "release")
 
 
