@@ -49,6 +49,15 @@ from edgebox.tensors import InferRequest, InferResponse
 
 log = logging.getLogger(__name__)
 
+_NO_TOTALS = {
+    "samples": 0,
+    "dropped": 0,
+    "promoted": 0,
+    "rejected": 0,
+    "rolled_back": 0,
+    "quarantined": 0,
+}
+
 TICK_S = 0.5
 """How often the rollout thread looks at figures when nothing wakes it."""
 PROGRESS_EVERY_S = 5.0
@@ -115,6 +124,9 @@ class Rollouts:
         self._lock = threading.Lock()
         self._active: dict[str, Rollout] = {}
         self._outcomes: dict[str, Outcome] = {}
+        self._totals: dict[str, dict[str, int]] = {}
+        """Per model since start: samples compared and dropped by rollouts that
+        ended, and how many ended each way (the metrics' counters)."""
         self._trial_versions: dict[tuple[str, int], ServedModel] = {}
         self._wake = threading.Event()
         self._stopped = threading.Event()
@@ -329,6 +341,7 @@ class Rollouts:
             )
             with self._lock:
                 self._outcomes[name] = Outcome(version, "quarantined", reason, self._clock())
+                self._totals.setdefault(name, dict(_NO_TOTALS))["quarantined"] += 1
             if self._bus is not None:
                 self._bus.publish(ModelQuarantined(name, version, reason))
             log.error("model '%s' version %d: %s", name, version, reason)
@@ -373,11 +386,26 @@ class Rollouts:
                 "reason": outcome.reason,
                 "at": outcome.at,
             }
+        document["totals"] = self._totals_of(name, rollout)
         document["held"] = [
             {"version": version, "kind": hold.kind, "reason": hold.reason, "since": hold.since}
             for version, hold in sorted(self._store.holds(name).items())
         ]
         return document
+
+    def _totals_of(self, name: str, rollout: Rollout | None) -> dict[str, int]:
+        with self._lock:
+            totals = dict(self._totals.get(name, _NO_TOTALS))
+        if rollout is not None and rollout.stage != "watching":
+            figures = rollout.tally.figures()
+            totals["samples"] += figures.samples
+            totals["dropped"] += figures.dropped
+        return totals
+
+    def known(self) -> list[str]:
+        """Models that had a rollout, a watch or a hold since start."""
+        with self._lock:
+            return sorted(set(self._active) | set(self._totals) | set(self._outcomes))
 
     def statuses(self) -> list[dict]:
         with self._lock:
@@ -683,10 +711,16 @@ class Rollouts:
             self._trial_versions.pop((rollout.name, rollout.candidate.version), None)
 
     def _outcome(self, rollout: Rollout, result: str, reason: str) -> None:
+        figures = rollout.tally.figures()
         with self._lock:
             self._outcomes[rollout.name] = Outcome(
                 rollout.candidate.version, result, reason, self._clock()
             )
+            totals = self._totals.setdefault(rollout.name, dict(_NO_TOTALS))
+            totals[result] += 1
+            if result != "rolled_back":
+                totals["samples"] += figures.samples
+                totals["dropped"] += figures.dropped
 
     def _publish(
         self,
