@@ -314,7 +314,7 @@ class LifecycleManager:
         first_code: ErrorCode | None = None
         serving = self._registry.served_versions(name)
         policy = self.rollouts.policy_for(config)
-        candidate, baseline = self._plan_rollout(name, policy, folder, wanted, serving, set(held))
+        candidate, baseline = self.rollouts.plan(name, policy, folder, wanted, serving, set(held))
         sources = {v: (digest, entry.fingerprint) for v, entry in folder.versions.items()}
         active = self.rollouts.active(name)
         if active is not None and (
@@ -410,31 +410,6 @@ class LifecycleManager:
             # anything else (a missing or broken file) leaves it unavailable.
             refusal = InvalidArgument if first_code is ErrorCode.INVALID_ARG else Unavailable
             raise refusal(f"model '{name}': {failures[0]}{serving_text}")
-
-    def _plan_rollout(
-        self,
-        name: str,
-        policy,
-        folder: ModelFolder,
-        wanted: list[int],
-        serving: dict,
-        held: set[int],
-    ) -> tuple[int | None, int | None]:
-        """(candidate, baseline): the new default version that must prove
-        itself and the version that serves meanwhile, or (None, None) when
-        the new default serves at once: the policy is ``immediate``, it is
-        trusted already, it replaces a version of the same number in place,
-        or nothing older can serve beside it."""
-        if policy.policy == "immediate" or not wanted:
-            return None, None
-        newest = max(wanted)
-        if newest in serving or self.rollouts.trusted(name, newest, folder):
-            return None, None
-        if serving:
-            current = max(serving)
-            return (newest, current) if current < newest else (None, None)
-        baseline = self.rollouts.baseline_for(name, folder, newest, held)
-        return (newest, baseline) if baseline is not None else (None, None)
 
     def _stage(self, served, load: LoadInProgress, baseline, policy) -> None:
         """Hand a loaded candidate to its rollout instead of publishing it,

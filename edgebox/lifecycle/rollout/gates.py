@@ -85,8 +85,13 @@ class Tally:
             elif latency_s is not None:
                 self._candidate_ms.append(latency_s * 1000.0)
 
-    def compared(self, agree: bool, detail: str) -> None:
+    def compared(self, latency_s: float, agree: bool, detail: str) -> None:
+        """A shadow answer and its comparison, counted in one step so that
+        no judge sees the answer without its verdict."""
         with self._lock:
+            self.samples += 1
+            self._candidate_outcomes.append(True)
+            self._candidate_ms.append(latency_s * 1000.0)
             if agree:
                 self.agreed += 1
             else:

@@ -193,6 +193,31 @@ class Rollouts:
                 return version
         return None
 
+    def plan(
+        self,
+        name: str,
+        policy: RolloutPolicy,
+        folder: ModelFolder,
+        wanted: list[int],
+        serving: dict[int, ServedModel],
+        held: set[int],
+    ) -> tuple[int | None, int | None]:
+        """(candidate, baseline): the new default version that must prove
+        itself and the version that serves meanwhile; (None, None) when the
+        new default serves at once: the policy is ``immediate``, the version
+        is trusted already, it replaces a version of the same number in
+        place, or no older version can serve beside it."""
+        if policy.policy == "immediate" or not wanted:
+            return None, None
+        newest = max(wanted)
+        if newest in serving or self.trusted(name, newest, folder):
+            return None, None
+        if serving:
+            current = max(serving)
+            return (newest, current) if current < newest else (None, None)
+        baseline = self.baseline_for(name, folder, newest, held)
+        return (newest, baseline) if baseline is not None else (None, None)
+
     def active(self, name: str) -> Rollout | None:
         with self._lock:
             rollout = self._active.get(name)
@@ -271,7 +296,9 @@ class Rollouts:
         if trial is not None:
             self._watch_trial(candidate, trial, 0.0)
         if policy.policy == "shadow":
-            rollout.shadow = ShadowRunner(candidate, compare, rollout.tally, self._wake.set)
+            rollout.shadow = ShadowRunner(
+                candidate, compare, rollout.tally, self._wake.set, policy.samples
+            )
             serving.observer = self._serving_observer(rollout)
         else:
             serving.observer = self._serving_observer(rollout)
@@ -320,16 +347,16 @@ class Rollouts:
     # -- startup -------------------------------------------------------------
 
     def recover(self) -> list[tuple[str, int, str]]:
-        """Before the first load: every version that was loading or running
-        when the last run died (during this boot) is quarantined. Returns
-        (model, version, reason) for each."""
+        """Before the first load: the versions on trial to blame for the last
+        run's death (during this boot; ``_culprits``) are quarantined.
+        Returns (model, version, reason) for each."""
         signal_name = fatal_signal(self._previous_fatal)
         died = f"the daemon died ({signal_name})" if signal_name else "the daemon died"
         quarantined = []
-        for (name, version), trial in self._store.trials().items():
-            mark = self._marks.previous.get(trial.slot)
-            if mark is None:
-                continue
+        for (name, version), trial in _culprits(
+            self._store.trials(), self._marks.previous, self._previous_fatal
+        ):
+            mark = self._marks.previous[trial.slot]
             doing = "loading" if mark.loading and not mark.inflight else "executing"
             at = time.strftime("%H:%M:%S", time.localtime(mark.last_started or trial.since))
             reason = (
@@ -748,6 +775,27 @@ class Rollouts:
                 reason=reason,
             )
         )
+
+
+def _culprits(
+    trials: dict[tuple[str, int], Trial], busy: dict, fatal_report: str
+) -> list[tuple[tuple[str, int], Trial]]:
+    """The versions on trial to blame for the last run's death: those busy
+    (loading or running) when it died, at most one per model. The fault
+    report's crashing thread names the version folder when a python model
+    crashed; otherwise the newest busy version of a model is the likelier
+    cause (the older one served without incident before it came)."""
+    crashing = fatal_report.split("Current thread", 1)[-1].split("\n\nThread ", 1)[0]
+    by_model: dict[str, list[tuple[int, Trial]]] = {}
+    for (name, version), trial in trials.items():
+        if trial.slot in busy:
+            by_model.setdefault(name, []).append((version, trial))
+    chosen = []
+    for name, versions in by_model.items():
+        named = [(v, t) for v, t in versions if f"/{name}/{v}/" in crashing]
+        version, trial = max(named or versions, key=lambda item: item[0])
+        chosen.append(((name, version), trial))
+    return chosen
 
 
 def _watch_failure(rollout: Rollout) -> str | None:

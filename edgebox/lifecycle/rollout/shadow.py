@@ -41,12 +41,17 @@ class ShadowRunner:
         compare: Compare,
         tally: Tally,
         progressed: Callable[[], None],
+        wanted: int,
     ) -> None:
         self._candidate = candidate
+        self._wanted = wanted
         self._compare = compare
         self._tally = tally
         self._progressed = progressed
         self._queue: queue.Queue = queue.Queue(QUEUE_SIZE)
+        self._lock = threading.Lock()
+        self._accepted = 0
+        """Copies taken and not given back: answered, or waiting in the queue."""
         self._stopped = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"shadow-{candidate.name}-{candidate.version}", daemon=True
@@ -54,17 +59,21 @@ class ShadowRunner:
         self._thread.start()
 
     def offer(self, request: InferRequest, response: InferResponse) -> None:
-        """On the request's thread, after the serving version answered."""
-        if self._stopped.is_set():
-            return
-        if self._queue.full():
-            self._tally.drop()
-            return
+        """On the request's thread, after the serving version answered; once
+        the rollout has all its samples (or has them queued), nothing more."""
+        with self._lock:
+            if self._stopped.is_set() or self._accepted >= self._wanted:
+                return
+            if self._queue.full():
+                self._tally.drop()
+                return
+            self._accepted += 1
         pair = (time.monotonic(), _copied_request(request), _answer(response))
         try:
             self._queue.put_nowait(pair)
         except queue.Full:
             self._tally.drop()
+            self._uncount()
 
     def stop(self) -> None:
         """No more copies; one being answered finishes on its own."""
@@ -86,31 +95,40 @@ class ShadowRunner:
             offered, request, expected = item
             if time.monotonic() - offered > STALE_S:
                 self._tally.drop()
+                self._uncount()
                 continue
-            self._answer(request, expected)
+            if not self._answer(request, expected):
+                self._uncount()
             self._progressed()
 
-    def _answer(self, request: InferRequest, expected: dict[str, np.ndarray]) -> None:
+    def _uncount(self) -> None:
+        """A copy that will not be a sample: another may take its place."""
+        with self._lock:
+            self._accepted -= 1
+
+    def _answer(self, request: InferRequest, expected: dict[str, np.ndarray]) -> bool:
+        """Whether the copy made a sample (a refused request does not)."""
         candidate = self._candidate
         if not candidate.enter():
-            return
+            return False
         started = time.perf_counter()
         try:
             response = candidate.scheduler.infer(request)
         except EdgeboxError as exc:
             if exc.code is ErrorCode.INVALID_ARG:
-                return
+                return False
             self._tally.candidate(None, str(exc))
-            return
+            return True
         except Exception as exc:
             log.exception("%s: a shadow request failed", candidate.where)
             self._tally.candidate(None, f"{type(exc).__name__}: {exc}")
-            return
+            return True
         finally:
             candidate.exit()
-        self._tally.candidate(time.perf_counter() - started)
+        latency_s = time.perf_counter() - started
         verdict = self._compare(expected, _answer(response))
-        self._tally.compared(verdict.agree, verdict.detail)
+        self._tally.compared(latency_s, verdict.agree, verdict.detail)
+        return True
 
 
 def _copied_request(request: InferRequest) -> InferRequest:
