@@ -302,7 +302,7 @@ class Rollouts:
             serving.observer = self._serving_observer(rollout)
         else:
             serving.observer = self._serving_observer(rollout)
-            candidate.observer = self._candidate_observer(rollout.tally)
+            candidate.observer = self._candidate_observer(rollout.tally, rollout)
             self._registry.route_canary(
                 candidate.name, CanaryRoute(candidate, policy.canary_percent)
             )
@@ -651,8 +651,13 @@ class Rollouts:
 
         return observe
 
-    def _candidate_observer(self, tally: Tally):
+    def _candidate_observer(self, tally: Tally, canary: Rollout | None = None):
+        """Counts the new version's answers. A canary that fails more than
+        its gate allows stops taking requests on the failing request's own
+        thread, before the rollout thread gets to judge it, so clients meet
+        as few of its failures as the gate permits."""
         wake = self._wake
+        registry = self._registry
 
         def observe(
             request: InferRequest,
@@ -663,8 +668,13 @@ class Rollouts:
             if error is not None and _client_mistake(error):
                 return
             tally.candidate(seconds, "" if error is None else str(error) or type(error).__name__)
-            if error is not None:
-                wake.set()
+            if error is None:
+                return
+            if canary is not None:
+                verdict = judge(tally.figures(), canary.policy, compared=False)
+                if verdict is not None and not verdict.passed:
+                    registry.route_canary(canary.name, None)
+            wake.set()
 
         return observe
 
