@@ -203,6 +203,7 @@ class Daemon:
                 self.bus,
                 gpu=settings.allow_gpu_metrics,
                 cpu=settings.allow_cpu_metrics,
+                rollouts=self.rollouts,
             ),
             address,
             settings.metrics_port,

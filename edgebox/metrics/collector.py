@@ -1,7 +1,7 @@
 """One prometheus-client collector that reads every figure when scraped:
 the scheduler's statistics snapshots, the repository index, the latest
-telemetry sample, the streams' and the MQTT link's status, the event bus's
-drop count. Nothing is cached or counted twice; a scrape costs the same
+telemetry sample, the streams' and the MQTT link's status, the rollouts'
+status, the event bus's drop count. Nothing is cached or counted twice; a scrape costs the same
 locks a ``/v2/models/stats`` request does.
 
 Triton's inference counters keep Triton's exact series names
@@ -17,7 +17,8 @@ made cumulative, its ``_sum`` and ``_count`` the very figures behind
 ``nv_inference_request_duration_us`` and ``nv_inference_request_success``,
 so they agree within one scrape.
 
-The telemetry families are built in ``telemetry_families.py``.
+The telemetry families are built in ``telemetry_families.py``, the
+rollout families in ``rollout_families.py``.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/metrics.md
 """
 
@@ -42,6 +43,7 @@ from edgebox.events.stream_status import StreamStatus
 from edgebox.lifecycle.states import ModelState
 from edgebox.log_limiter import LogLimiter
 from edgebox.metrics.exposition import TritonCounter
+from edgebox.metrics.rollout_families import RolloutSource, rollout_families
 from edgebox.metrics.telemetry_families import telemetry_families
 from edgebox.mqtt.link_stats import MqttStats
 from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
@@ -147,6 +149,7 @@ class MetricsCollector:
         custom: CustomMetricRegistry | None = custom_metrics.registry,
         gpu: bool = True,
         cpu: bool = True,
+        rollouts: RolloutSource | None = None,
     ) -> None:
         """``gpu`` / ``cpu`` false leave the ``nv_gpu_*`` / ``nv_cpu_*``
         families out (``allow_gpu_metrics`` / ``allow_cpu_metrics``)."""
@@ -159,6 +162,7 @@ class MetricsCollector:
         self._streams = streams
         self._mqtt = mqtt
         self._bus = bus
+        self._rollouts = rollouts
         self._log_limiter = LogLimiter(60.0)
         parts: list[tuple[str, Callable[[], Iterable[Metric]]]] = []
         if dataplane is not None:
@@ -171,6 +175,8 @@ class MetricsCollector:
             parts.append(("streams", self._stream_metrics))
         if mqtt is not None:
             parts.append(("the MQTT link", self._mqtt_metrics))
+        if rollouts is not None:
+            parts.append(("the rollouts", lambda: rollout_families(rollouts)))
         if bus is not None:
             parts.append(("the event bus", self._bus_metrics))
         if custom is not None:

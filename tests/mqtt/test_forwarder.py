@@ -13,8 +13,10 @@ from daemon_process import wait_for
 from edgebox.backoff import Backoff
 from edgebox.events import (
     EventBus,
+    ModelQuarantined,
     ModelStateChanged,
     MqttLinkChanged,
+    RolloutRejected,
     StreamLatency,
     StreamResult,
 )
@@ -120,6 +122,52 @@ def test_events_arrive_in_order_with_consecutive_seq(mosquitto, forwarders, devi
     seqs = [d["seq"] for d in documents(subscriber, f"edgebox/{device_id}/events")]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     assert all(d["device"] == device_id for d in events)
+
+
+def test_a_rejected_rollout_and_a_quarantine_reach_the_events_topic(
+    mosquitto, forwarders, device_id
+):
+    rejected = RolloutRejected(
+        model="m",
+        version=2,
+        serving_version=1,
+        policy="shadow",
+        samples=12,
+        samples_wanted=50,
+        agreement=9 / 12,
+        candidate_p95_ms=1.23456,
+        serving_p95_ms=None,
+        errors=0,
+        dropped=1,
+        reason="rollout: 9/12 answers agree (Y differs; min_agreement 0.95)",
+    )
+    quarantined = ModelQuarantined("m", 3, "quarantined: the daemon died while version 3 ...")
+    topic = f"edgebox/{device_id}/events"
+    with Subscriber(mosquitto, f"edgebox/{device_id}/#") as subscriber:
+        forwarder = forwarders(mosquitto.url)
+        forwarder.bus.publish(rejected)
+        forwarder.bus.publish(quarantined)
+        subscriber.wait_for(
+            lambda ms: any(b"edgebox.model.quarantined" in m.payload for m in ms),
+            what="the quarantine event",
+        )
+    by_name = {
+        json.loads(m.payload)["schema"]["name"]: (m.topic, json.loads(m.payload))
+        for m in subscriber.messages()
+    }
+    rejected_topic, rejected_document = by_name["edgebox.rollout.rejected"]
+    quarantined_topic, quarantined_document = by_name["edgebox.model.quarantined"]
+    assert rejected_topic == quarantined_topic == topic
+    assert rejected_document == {
+        **rejected.as_dict(),
+        "device": device_id,
+        "seq": rejected_document["seq"],
+        "epoch": rejected_document["epoch"],
+    }
+    assert rejected_document["agreement"] == 0.75
+    assert (quarantined_document["model"], quarantined_document["version"]) == ("m", 3)
+    # Published in this order, so sent in it (the link's own event may come between).
+    assert quarantined_document["seq"] > rejected_document["seq"]
 
 
 def test_stream_results_are_thinned_by_their_pace(mosquitto, forwarders, device_id):

@@ -21,9 +21,16 @@ from daemon_process import wait_for
 from edgebox.events import (
     Event,
     EventBus,
+    ModelQuarantined,
     ModelResult,
     ModelStateChanged,
     MqttLinkChanged,
+    RolloutEvent,
+    RolloutProgress,
+    RolloutPromoted,
+    RolloutRejected,
+    RolloutRolledBack,
+    RolloutStarted,
     SpoolDegraded,
     SpoolDropped,
     StreamLatency,
@@ -40,6 +47,7 @@ from edgebox.mqtt.routing import Router
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.mqtt.spool import DROP_ORDER, Outgoing, Spool
 from edgebox.mqtt.topics import Topics
+from edgebox.repository.rollout_policy import POLICIES
 from edgebox.summaries import summarize
 from edgebox.tensors import Tensor
 from fakes.fake_snapshots import fake_psutil_snapshot
@@ -60,13 +68,21 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     SpoolDegraded,
     ThermalChanged,
     TelemetrySnapshot,
+    RolloutStarted,
+    RolloutProgress,
+    RolloutPromoted,
+    RolloutRejected,
+    RolloutRolledBack,
+    ModelQuarantined,
 )
 SCHEMA_NAMES = ("edgebox.status", *(kind.SCHEMA for kind in EVENT_TYPES))
 
 
 def schema_for(name: str) -> dict:
-    """``edgebox.model_state`` -> docs/schemas/model_state.schema.json."""
-    path = SCHEMAS / f"{name.removeprefix('edgebox.')}.schema.json"
+    """``edgebox.model_state`` -> docs/schemas/model_state.schema.json,
+    ``edgebox.rollout.rolled_back`` -> docs/schemas/rollout_rolled_back.schema.json."""
+    stem = name.removeprefix("edgebox.").replace(".", "_")
+    path = SCHEMAS / f"{stem}.schema.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -159,7 +175,92 @@ def one_of_each_event() -> list[Event]:
             memory_total_bytes=8_000_000_000,
             timestamp=1_700_000_001.0,
         ),
+        *rollout_events(),
     ]
+
+
+def rollout_events() -> list[Event]:
+    """One of each rollout event, with figures ``Rollouts`` gives: a shadow
+    rollout started, progressing and promoted, another rejected by its
+    agreement gate, a canary rolled back after promotion, a quarantine."""
+    started = RolloutStarted(
+        model="lane_pipeline",
+        version=3,
+        serving_version=2,
+        policy="shadow",
+        samples=0,
+        samples_wanted=50,
+        agreement=None,
+        candidate_p95_ms=None,
+        serving_p95_ms=None,
+        errors=0,
+        dropped=0,
+        timestamp=1_700_000_000.0,
+    )
+    progress = dataclasses.replace(
+        started,
+        samples=19,
+        agreement=18 / 19,
+        candidate_p95_ms=12.123456,
+        serving_p95_ms=9.87654,
+        dropped=2,
+        timestamp=1_700_000_005.0,
+    )
+    promoted = dataclasses.replace(
+        progress,
+        samples=50,
+        agreement=49 / 50,
+        reason="49/50 answers agree, p95 12.12 ms vs 9.88 ms",
+        timestamp=1_700_000_020.0,
+    )
+    rejected = dataclasses.replace(
+        progress,
+        version=4,
+        serving_version=3,
+        samples=12,
+        agreement=9 / 12,
+        dropped=0,
+        reason=(
+            "rollout: 9/12 answers agree (lanes: 3 lanes, the serving version sees 2; "
+            "min_agreement 0.95)"
+        ),
+        timestamp=1_700_000_400.0,
+    )
+    return [
+        started,
+        RolloutProgress(**_fields(progress)),
+        RolloutPromoted(**_fields(promoted)),
+        RolloutRejected(**_fields(rejected)),
+        RolloutRolledBack(
+            model="square_diff",
+            version=2,
+            serving_version=1,
+            policy="canary",
+            samples=7,
+            samples_wanted=50,
+            agreement=None,
+            candidate_p95_ms=0.4,
+            serving_p95_ms=None,
+            errors=3,
+            dropped=0,
+            reason=(
+                "rolled back to version 1: 3 of its last 7 requests failed after promotion "
+                "(allowed 0): model 'square_diff' version 2: execute raised ValueError"
+            ),
+            timestamp=1_700_000_040.0,
+        ),
+        ModelQuarantined(
+            "square_diff",
+            3,
+            "quarantined: the daemon died (SIGSEGV) while version 3 was executing at "
+            "14:02:11; remove the folder or release it",
+            timestamp=1_700_000_050.0,
+        ),
+    ]
+
+
+def _fields(event: Event) -> dict:
+    return {field.name: getattr(event, field.name) for field in dataclasses.fields(event)}
 
 
 def spooled_documents(outgoing: list[Outgoing]) -> list[dict]:
@@ -220,6 +321,10 @@ def test_schema_enums_are_the_states_the_code_publishes():
     assert level == list(ThermalChanged.LEVELS)
     dropped = schema_for("edgebox.spool_dropped")["properties"]["dropped"]
     assert dropped["propertyNames"]["enum"] == [*DROP_ORDER, "queue"]
+    rolled_out = [policy for policy in POLICIES if policy != "immediate"]
+    for kind in EVENT_TYPES:
+        if issubclass(kind, RolloutEvent):
+            assert schema_for(kind.SCHEMA)["properties"]["policy"]["enum"] == rolled_out
 
 
 @pytest.mark.parametrize("index", range(len(one_of_each_event())))
