@@ -328,6 +328,10 @@ class Rollouts:
             if rollout is None or rollout.stage == "watching":
                 return
             del self._active[name]
+            figures = rollout.tally.figures()
+            totals = self._totals.setdefault(name, dict(_NO_TOTALS))
+            totals["samples"] += figures.samples
+            totals["dropped"] += figures.dropped
         self._detach(rollout)
         self._close(rollout.candidate)
         self._end_trial(name, rollout.candidate.version, -1)
@@ -596,7 +600,7 @@ class Rollouts:
                 return
             del self._active[rollout.name]
         rollout.candidate.observer = None
-        figures = rollout.watch.figures() if rollout.watch is not None else rollout.tally.figures()
+        figures = rollout.decided or rollout.tally.figures()
         withdrawn = self._registry.withdraw(rollout.name, [rollout.candidate.version])
         text = f"rolled back to version {rollout.serving.version}: {reason}"
         for served in withdrawn:
@@ -849,7 +853,7 @@ def _figures_document(rollout: Rollout) -> dict:
         "samples": figures.samples if figures else 0,
         "samples_wanted": rollout.policy.samples,
         "agreed": figures.agreed if figures else 0,
-        "agreement": figures.agreement if figures else None,
+        "agreement": figures.agreement if figures and rollout.policy.policy == "shadow" else None,
         "errors": figures.candidate_errors if figures else 0,
         "dropped": figures.dropped if figures else 0,
         "candidate_p95_ms": figures.candidate_p95_ms if figures else None,
