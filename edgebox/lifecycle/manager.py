@@ -350,6 +350,7 @@ class LifecycleManager:
                 with self.rollouts.loading(name, version, folder):
                     served = self._versions.load(name, version, config, load, replacing)
                 served.source = source
+                self.rollouts.arm(served)
                 if staged:
                     self._stage(served, load, staged, policy)
                     continue

@@ -261,6 +261,14 @@ class Rollouts:
         if slot >= 0:
             self._marks.loading(slot, False)
 
+    def arm(self, served: ServedModel) -> None:
+        """A version on trial, loaded and about to take requests (published or
+        staged): its requests in flight are marked from the first one on."""
+        trial = self._store.trials(served.name).get((served.name, served.version))
+        if trial is not None and trial.slot >= 0:
+            marks, slot = self._marks, trial.slot
+            served.on_trial = lambda count, started: marks.inflight(slot, count, started)
+
     def published(self, served: ServedModel, folder: ModelFolder) -> None:
         """A version that serves at once (``immediate``): on trial for
         ``watch_s`` if not trusted yet, then trusted."""
