@@ -1,6 +1,7 @@
 """Blueprint ``api``: the JSON API under ``/api/v1/`` that the pages poll
 (docs/dashboard.md, "JSON API"). Every view reads what the daemon already
-keeps; the model actions call ``RepositoryControl``'s verbs."""
+keeps; the model actions (load, unload, rollback, restore, and a rollout's
+promote, abort and release) call ``RepositoryControl``'s verbs."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from edgebox.dashboard.overview import device_document
 from edgebox.dashboard.state import state
 from edgebox.errors import EdgeboxError
 from edgebox.lifecycle.states import ModelState
+from edgebox.repository_control import ROLLOUT_ACTIONS
 
 api = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -129,6 +131,40 @@ def restore(name: str) -> Response | tuple:
         moved_back=",".join(map(str, moved)),
     )
     return jsonify(model=name, action="restore", moved=moved)
+
+
+@api.get("/models/<name>/rollout")
+def rollout(name: str) -> Response | tuple:
+    try:
+        return jsonify(state().deps.repository_control.rollout_status(name))
+    except EdgeboxError as exc:
+        return _error(status_of(exc), str(exc))
+
+
+@api.post("/models/<name>/rollout/<action>")
+def rollout_action(name: str, action: str) -> Response | tuple:
+    """Promote or abort the rollout in progress, or release the held
+    versions; answers the rollout resource afterwards. The audit line names
+    the version(s) as they stood just before the action: afterwards an
+    aborted or released version is no longer in the resource."""
+    control = state().deps.repository_control
+    known = action in ROLLOUT_ACTIONS
+    # An action not known is the client's text: a quoted field (``asked``),
+    # never part of the line's fixed words. RepositoryControl refuses it.
+    audited, fields = (f"rollout {action}", {}) if known else ("rollout", {"asked": action})
+    try:
+        before = control.rollout_status(name) if known else {}
+        after = control.rollout_action(name, action)
+    except EdgeboxError as exc:
+        return _refused(audited, name, exc, **fields)
+    user = current_user()
+    if action == "release":
+        released = ",".join(str(held["version"]) for held in before["held"])
+        audit(audited, user, logging.WARNING, model=name, result="ok", released=released)
+    else:
+        version = before.get("version")
+        audit(audited, user, logging.WARNING, model=name, version=version, result="ok")
+    return jsonify(after)
 
 
 @api.get("/version-folders")

@@ -1,6 +1,6 @@
 """The models page's document: every model with its versions (state, reason,
-device, load notes) and its request statistics, from what the registry and
-the statistics counters already hold."""
+device, load notes), its request statistics and its rollout resource, from
+what the registry, the statistics counters and the rollouts already hold."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tritonclient.grpc import model_config_pb2
 
 from edgebox.dataplane_results import LatencyHistogram, StatisticDuration
+from edgebox.errors import EdgeboxError
 
 if TYPE_CHECKING:
     from edgebox.dataplane import DataPlane
@@ -60,9 +61,19 @@ def models_document(
                 "versions": versions,
                 "stats": summed_statistics(statistics.get(name, [])),
                 "last_error": last_error(name),
+                "rollout": _rollout_of(repository_control, name),
             }
         )
     return {"control_mode": control_mode, "models": models}
+
+
+def _rollout_of(repository_control: RepositoryControl, name: str) -> dict[str, Any] | None:
+    """The model's rollout resource (one poll of the page shows every
+    model's); None for a model that went away since the index was read."""
+    try:
+        return repository_control.rollout_status(name)
+    except EdgeboxError:
+        return None
 
 
 def describe_device(config: Any) -> str:

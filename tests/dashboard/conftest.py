@@ -8,6 +8,7 @@ import time
 
 import pytest
 from dashboard_client import PASSWORD_HASH, dashboard_deps
+from rollout_setup import start_shadow_rollout
 
 from edgebox.dashboard.app import create_app
 from edgebox.dashboard.deps import DashboardDeps
@@ -49,3 +50,10 @@ def make_app(stack, web_root, tmp_path_factory):
     yield make
     for app in apps:
         app.extensions["edgebox.dashboard"].events.stop(5)
+
+
+@pytest.fixture
+def model_in_rollout(tmp_path, stack) -> str:
+    """The name of a model in ``stack`` whose version 2 is in a shadow
+    rollout against version 1 (rollout_setup.py)."""
+    return start_shadow_rollout(tmp_path, stack)

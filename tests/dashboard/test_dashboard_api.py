@@ -177,6 +177,19 @@ def test_models_list_versions_device_and_statistics(tmp_path, stack, make_app):
         "versions": [],
         "stats": by_name["never_loaded"]["stats"],
         "last_error": None,
+        "rollout": {
+            "model": "never_loaded",
+            "stage": "none",
+            "totals": {
+                "samples": 0,
+                "dropped": 0,
+                "promoted": 0,
+                "rejected": 0,
+                "rolled_back": 0,
+                "quarantined": 0,
+            },
+            "held": [],
+        },
     }
     assert by_name["never_loaded"]["stats"]["requests_success"] == 0
     assert by_name["never_loaded"]["stats"]["mean_request_us"] is None

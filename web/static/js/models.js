@@ -4,12 +4,15 @@
 // explicit model-control mode. In poll mode a logged-in user gets, for a model
 // with more than one version folder, "Roll back to" (parks the newer version
 // folders) and, while some are parked, "Restore"; the folders come from
-// /api/v1/version-folders. A refused action shows the server's error text in
-// the model's card until the next action.
+// /api/v1/version-folders. A model with a rollout, a held version or a past
+// rollout shows the rollout panel (rollout.js) in its card, in every mode. A
+// refused action shows the server's error text in the model's card until the
+// next action.
 "use strict";
 
 (() => {
   const { el, replaceChildren, getJSON, postJSON, poll, loggedIn, known, number, stateTag } = window.edgebox;
+  const rolloutPanel = window.edgeboxRollout;
 
   const POLL_MS = 2000;
   const actionErrors = new Map();
@@ -87,14 +90,16 @@
     return String(notes);
   }
 
-  async function act(name, action, body) {
+  // POSTs /api/v1/models/<name>/<path>: `path` is the action's name, or
+  // "rollout/promote" and the like; `label` names it in a refusal.
+  async function act(name, path, body, label = path) {
     pending.add(name);
     actionErrors.delete(name);
     render(lastAnswer);
     try {
-      await postJSON(`/api/v1/models/${encodeURIComponent(name)}/${action}`, body);
+      await postJSON(`/api/v1/models/${encodeURIComponent(name)}/${path}`, body);
     } catch (error) {
-      actionErrors.set(name, `${action} '${name}' failed: ${error.message}`);
+      actionErrors.set(name, `${label} '${name}' failed: ${error.message}`);
     } finally {
       pending.delete(name);
     }
@@ -159,9 +164,12 @@
     if (!entry) {
       const head = el("header", { class: "model-head" });
       const status = el("div", { class: "model-status" });
+      const rolloutFigures = el("div", { class: "rollout-body" });
+      const rolloutActions = el("div", { class: "rollout-buttons" });
+      const rollout = el("section", { class: "rollout hidden" }, [rolloutFigures, rolloutActions]);
       const body = el("div", { class: "model-body" });
-      const card = el("article", { class: "card model", id: `model-${model.name}`, dataset: { model: model.name } }, [head, status, body]);
-      entry = { card, head, status, body, keys: {} };
+      const card = el("article", { class: "card model", id: `model-${model.name}`, dataset: { model: model.name } }, [head, status, rollout, body]);
+      entry = { card, head, status, rollout, rolloutFigures, rolloutActions, body, keys: {} };
       cards.set(model.name, entry);
     }
     const ready = (model.versions || []).some((version) => version.state === "READY");
@@ -172,12 +180,25 @@
     ]);
     const error = actionErrors.get(model.name) || "";
     updatePart(entry, "status", error, () => (error ? [el("p", { class: "error action-error", role: "alert" }, [error])] : []));
+    updateRollout(entry, model);
     updatePart(entry, "body", JSON.stringify([model.versions, model.stats, model.last_error]), () => [
       versionsTable(model),
       statsList(model.stats),
       model.last_error ? el("p", { class: "last-error" }, [el("strong", {}, ["Last error: "]), model.last_error]) : null,
     ]);
     return entry.card;
+  }
+
+  function updateRollout(entry, model) {
+    const rollout = model.rollout;
+    const shown = rolloutPanel.shown(rollout);
+    entry.rollout.classList.toggle("hidden", !shown);
+    entry.rollout.dataset.stage = shown ? rollout.stage : "";
+    if (!shown) return;
+    const busy = pending.has(model.name);
+    updatePart(entry, "rolloutFigures", JSON.stringify(rollout), () => rolloutPanel.figures(rollout));
+    updatePart(entry, "rolloutActions", rolloutPanel.actionsKey(rollout, busy), () =>
+      rolloutPanel.actions(rollout, busy, (path, label) => act(model.name, path, undefined, label)));
   }
 
   let lastAnswer = { models: [] };
