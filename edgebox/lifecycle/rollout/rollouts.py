@@ -459,9 +459,15 @@ class Rollouts:
         return self.status(name)
 
     def abort(self, name: str) -> dict:
-        """Reject the candidate now; it is held until released."""
-        rollout = self._require(name)
-        self._operate(name, lambda: self._reject(rollout, "rollout: aborted by the operator"))
+        """Reject the candidate now, or during a watch window roll back to
+        the previous version now; either is held (or parked) until released."""
+        with self._lock:
+            watched = self._active.get(name)
+        if watched is not None and watched.stage == "watching":
+            self._operate(name, lambda: self._roll_back(watched, "by the operator"))
+        else:
+            rollout = self._require(name)
+            self._operate(name, lambda: self._reject(rollout, "rollout: aborted by the operator"))
         self._reconcile(name)
         return self.status(name)
 

@@ -246,3 +246,17 @@ def test_a_model_can_override_the_device_default(rollout_stack, tmp_path):
     drop_version(model_dir, 2, SWAPPED)
     stack.manager.load_model("add_sub")
     assert stack.add_sub() == ("2", False)
+
+
+def test_an_operator_rolls_back_a_watched_version(rollout_stack, tmp_path):
+    stack = rollout_stack(policy="shadow", samples=1000, watch_s=600)
+    model_dir = add_sub_py(tmp_path / "models")
+    stack.manager.load_model("add_sub")
+    drop_version(model_dir, 2, RIGHT)
+    stack.manager.load_model("add_sub")
+    stack.control.rollout_action("add_sub", "promote")
+    assert stack.add_sub()[0] == "2"
+    status = stack.control.rollout_action("add_sub", "abort")
+    assert status["last"]["result"] == "rolled_back"
+    assert status["last"]["reason"] == "rolled back to version 1: by the operator"
+    assert stack.add_sub() == ("1", True)

@@ -138,6 +138,9 @@ window.edgeboxRollout = (() => {
         ["abort", "Abort", `Abort version ${rollout.version}`],
       );
     }
+    if (rollout.stage === "watching") {
+      buttons.push(["abort", "Roll back", `Roll back to version ${rollout.serving_version}`]);
+    }
     if (rollout.held.length) {
       const versions = rollout.held.map((entry) => entry.version).join(", ");
       buttons.push(["release", "Release", `Release version ${versions}`]);
