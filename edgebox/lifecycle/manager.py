@@ -287,7 +287,7 @@ class LifecycleManager:
             folder = scan_model(self.repository / name)
         available = list(folder.versions)
         digest = config.SerializeToString(deterministic=True)
-        held = self.rollouts.holds(name, folder)
+        held = self.rollouts.trials.holds(name, folder)
         for version, reason in held.items():
             self._registry.set_status(name, version, ModelState.UNAVAILABLE, reason)
         wanted = select_versions(config.version_policy, [v for v in available if v not in held])
@@ -347,15 +347,15 @@ class LifecycleManager:
                 ]
             )
             try:
-                with self.rollouts.loading(name, version, folder):
+                with self.rollouts.trials.loading(name, version, folder):
                     served = self._versions.load(name, version, config, load, replacing)
                 served.source = source
-                self.rollouts.arm(served)
+                self.rollouts.trials.arm(served)
                 if staged:
                     self._stage(served, load, staged, policy)
                     continue
                 previous = self._versions.publish(served, load)
-                self.rollouts.published(served, folder)
+                self.rollouts.published(served)
             except EdgeboxError as exc:
                 if self._operations.cancelled(load):
                     # An unload or shutdown follows; nothing to record or retire.

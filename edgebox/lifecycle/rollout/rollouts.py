@@ -16,16 +16,13 @@ observers and the canary route, set and cleared here.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
-from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, NotFound
+from edgebox.errors import EdgeboxError, InvalidArgument, NotFound
 from edgebox.events import (
     EventBus,
     ModelQuarantined,
@@ -38,14 +35,21 @@ from edgebox.events import (
 )
 from edgebox.lifecycle.registry import CanaryRoute, ModelRegistry, ServedModel
 from edgebox.lifecycle.rollout.compare import comparer_for
-from edgebox.lifecycle.rollout.crash_marks import SLOTS, CrashMarks, fatal_signal
-from edgebox.lifecycle.rollout.gates import Figures, Tally, Verdict, judge
+from edgebox.lifecycle.rollout.crash_marks import CrashMarks
+from edgebox.lifecycle.rollout.gates import Figures, Tally, judge
+from edgebox.lifecycle.rollout.observers import candidate_observer, serving_observer
+from edgebox.lifecycle.rollout.progress import (
+    Outcome,
+    Rollout,
+    figures_document,
+    watch_failure,
+)
 from edgebox.lifecycle.rollout.shadow import ShadowRunner
-from edgebox.lifecycle.rollout.store import Hold, RolloutStore, Trial, files_digest
+from edgebox.lifecycle.rollout.store import RolloutStore
+from edgebox.lifecycle.rollout.trials import Trials
 from edgebox.lifecycle.states import ModelState
 from edgebox.repository.layout import ModelFolder
 from edgebox.repository.rollout_policy import RolloutPolicy, policy_of, unsplittable
-from edgebox.tensors import InferRequest, InferResponse
 
 log = logging.getLogger(__name__)
 
@@ -64,41 +68,6 @@ PROGRESS_EVERY_S = 5.0
 """Least time between two progress events (and reason updates) of one rollout."""
 
 
-@dataclass
-class Rollout:
-    """One candidate proving itself against the serving version."""
-
-    name: str
-    candidate: ServedModel
-    serving: ServedModel
-    policy: RolloutPolicy
-    digest: str
-    started: float = field(default_factory=time.time)
-    tally: Tally = field(default_factory=Tally)
-    shadow: ShadowRunner | None = None
-    stage: str = ""
-    """The policy (``shadow``/``canary``) until promoted, then ``watching``."""
-    watch: Tally | None = None
-    watch_until: float = 0.0
-    decided: Figures | None = None
-    """The rollout's figures when it was promoted (what the watch compares to)."""
-    last_progress: float = 0.0
-
-    @property
-    def key(self) -> tuple[int, tuple]:
-        return self.candidate.version, self.candidate.source
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a model's last rollout ended, for the status resource."""
-
-    version: int
-    result: str
-    reason: str
-    at: float
-
-
 class Rollouts:
     """Thread-safe. ``attach`` must be called (by the manager) before use."""
 
@@ -114,8 +83,7 @@ class Rollouts:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._registry = registry
-        self._store = store or RolloutStore(None)
-        self._marks = marks or CrashMarks(None)
+        self.trials = Trials(store or RolloutStore(None), marks or CrashMarks(None), clock)
         self._bus = bus
         self.default_policy = default_policy or RolloutPolicy()
         self._park_rolled_back = park_rolled_back
@@ -127,7 +95,6 @@ class Rollouts:
         self._totals: dict[str, dict[str, int]] = {}
         """Per model since start: samples compared and dropped by rollouts that
         ended, and how many ended each way (the metrics' counters)."""
-        self._trial_versions: dict[tuple[str, int], ServedModel] = {}
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -167,32 +134,6 @@ class Rollouts:
             return RolloutPolicy(policy="immediate", watch_s=policy.watch_s)
         return policy
 
-    def holds(self, name: str, folder: ModelFolder) -> dict[int, str]:
-        """Versions on disk that must not load (their files are the ones
-        held), with the reason to show."""
-        held = {}
-        for version, hold in self._store.holds(name).items():
-            entry = folder.versions.get(version)
-            if entry is not None and files_digest(entry.fingerprint) == hold.digest:
-                held[version] = hold.reason
-        return held
-
-    def trusted(self, name: str, version: int, folder: ModelFolder) -> bool:
-        entry = folder.versions.get(version)
-        return entry is not None and self._store.trusted(
-            name, version, files_digest(entry.fingerprint)
-        )
-
-    def baseline_for(
-        self, name: str, folder: ModelFolder, below: int, held: set[int]
-    ) -> int | None:
-        """The newest trusted version on disk older than ``below``, to serve
-        while ``below`` proves itself when nothing serves yet (a restart)."""
-        for version in sorted(self._store.trusted_versions(name), reverse=True):
-            if version < below and version not in held and self.trusted(name, version, folder):
-                return version
-        return None
-
     def plan(
         self,
         name: str,
@@ -210,12 +151,12 @@ class Rollouts:
         if policy.policy == "immediate" or not wanted:
             return None, None
         newest = max(wanted)
-        if newest in serving or self.trusted(name, newest, folder):
+        if newest in serving or self.trials.trusted(name, newest, folder):
             return None, None
         if serving:
             current = max(serving)
             return (newest, current) if current < newest else (None, None)
-        baseline = self.baseline_for(name, folder, newest, held)
+        baseline = self.trials.baseline_for(name, folder, newest, held)
         return (newest, baseline) if baseline is not None else (None, None)
 
     def active(self, name: str) -> Rollout | None:
@@ -240,43 +181,10 @@ class Rollouts:
             why = f"serving while version {rollout.candidate.version} is in rollout"
         return {rollout.serving.version: why}
 
-    @contextlib.contextmanager
-    def loading(self, name: str, version: int, folder: ModelFolder) -> Iterator[None]:
-        """Around the load of a version: one not trusted yet is on trial from
-        here, marked as loading, so a crash during its load quarantines it.
-        A load that fails (an exception, not a crash) ends the trial."""
-        entry = folder.versions.get(version)
-        digest = files_digest(entry.fingerprint) if entry is not None else ""
-        if not digest or self._store.trusted(name, version, digest):
-            yield
-            return
-        slot = self._begin_trial(name, version, digest)
-        if slot >= 0:
-            self._marks.loading(slot, True)
-        try:
-            yield
-        except BaseException:
-            self._end_trial(name, version, slot)
-            raise
-        if slot >= 0:
-            self._marks.loading(slot, False)
-
-    def arm(self, served: ServedModel) -> None:
-        """A version on trial, loaded and about to take requests (published or
-        staged): its requests in flight are marked from the first one on."""
-        trial = self._store.trials(served.name).get((served.name, served.version))
-        if trial is not None and trial.slot >= 0:
-            marks, slot = self._marks, trial.slot
-            served.on_trial = lambda count, started: marks.inflight(slot, count, started)
-
-    def published(self, served: ServedModel, folder: ModelFolder) -> None:
+    def published(self, served: ServedModel) -> None:
         """A version that serves at once (``immediate``): on trial for
         ``watch_s`` if not trusted yet, then trusted."""
-        trial = self._store.trials(served.name).get((served.name, served.version))
-        if trial is None:
-            return
-        policy = self.policy_for(served.config)
-        self._watch_trial(served, trial, self._clock() + policy.watch_s)
+        self.trials.serving(served, self._clock() + self.policy_for(served.config).watch_s)
 
     def start(
         self, candidate: ServedModel, serving: ServedModel, policy: RolloutPolicy, model_dir: Path
@@ -289,28 +197,26 @@ class Rollouts:
             compare = comparer_for(policy, model_dir)
         except EdgeboxError as exc:
             self._close(candidate)
-            self._end_trial(candidate.name, candidate.version, -1)
+            self.trials.end(candidate.name, candidate.version)
             raise EdgeboxError(f"{candidate.where}: rollout: {exc}", exc.code) from None
-        trial = self._store.trials(candidate.name).get((candidate.name, candidate.version))
         rollout = Rollout(
             candidate.name,
             candidate,
             serving,
             policy,
-            trial.digest if trial is not None else "",
+            self.trials.digest(candidate.name, candidate.version),
             started=self._clock(),
             stage=policy.policy,
         )
-        if trial is not None:
-            self._watch_trial(candidate, trial, 0.0)
+        self.trials.serving(candidate, 0.0)
         if policy.policy == "shadow":
             rollout.shadow = ShadowRunner(
                 candidate, compare, rollout.tally, self._wake.set, policy.samples
             )
-            serving.observer = self._serving_observer(rollout)
+            serving.observer = serving_observer(rollout.tally, rollout.shadow)
         else:
-            serving.observer = self._serving_observer(rollout)
-            candidate.observer = self._candidate_observer(rollout.tally, rollout)
+            serving.observer = serving_observer(rollout.tally, None)
+            candidate.observer = candidate_observer(rollout.tally, self._canary_failed(rollout))
             self._registry.route_canary(
                 candidate.name, CanaryRoute(candidate, policy.canary_percent)
             )
@@ -342,7 +248,7 @@ class Rollouts:
             totals["dropped"] += figures.dropped
         self._detach(rollout)
         self._close(rollout.candidate)
-        self._end_trial(name, rollout.candidate.version, -1)
+        self.trials.end(name, rollout.candidate.version)
         self._registry.clear_status(name, rollout.candidate.version)
         log.info(
             "model '%s': rollout of version %d ended: %s", name, rollout.candidate.version, reason
@@ -359,32 +265,15 @@ class Rollouts:
     # -- startup -------------------------------------------------------------
 
     def recover(self) -> list[tuple[str, int, str]]:
-        """Before the first load: the versions on trial to blame for the last
-        run's death (during this boot; ``_culprits``) are quarantined.
-        Returns (model, version, reason) for each."""
-        signal_name = fatal_signal(self._previous_fatal)
-        died = f"the daemon died ({signal_name})" if signal_name else "the daemon died"
-        quarantined = []
-        for (name, version), trial in _culprits(
-            self._store.trials(), self._marks.previous, self._previous_fatal
-        ):
-            mark = self._marks.previous[trial.slot]
-            doing = "loading" if mark.loading and not mark.inflight else "executing"
-            at = time.strftime("%H:%M:%S", time.localtime(mark.last_started or trial.since))
-            reason = (
-                f"quarantined: {died} while version {version} was {doing} at {at}; "
-                "remove the folder or release it"
-            )
-            self._store.hold(
-                name, version, Hold(trial.digest, "quarantined", reason, self._clock())
-            )
+        """Before the first load: quarantine what the last run died running
+        (``Trials.recover``), and say so on the bus."""
+        quarantined = self.trials.recover(self._previous_fatal)
+        for name, version, reason in quarantined:
             with self._lock:
                 self._outcomes[name] = Outcome(version, "quarantined", reason, self._clock())
                 self._totals.setdefault(name, dict(_NO_TOTALS))["quarantined"] += 1
             if self._bus is not None:
                 self._bus.publish(ModelQuarantined(name, version, reason))
-            log.error("model '%s' version %d: %s", name, version, reason)
-            quarantined.append((name, version, reason))
         return quarantined
 
     def start_thread(self) -> None:
@@ -404,7 +293,7 @@ class Rollouts:
     def closed_cleanly(self) -> None:
         """Every version drained and closed at shutdown: nothing was left
         running, so the next start has nothing to quarantine."""
-        self._marks.close()
+        self.trials.closed_cleanly()
 
     # -- the operator's verbs -------------------------------------------------
 
@@ -417,7 +306,7 @@ class Rollouts:
             outcome = self._outcomes.get(name)
         document: dict = {"model": name, "stage": "none"}
         if rollout is not None:
-            document.update(_figures_document(rollout))
+            document.update(figures_document(rollout))
         if outcome is not None:
             document["last"] = {
                 "version": outcome.version,
@@ -428,7 +317,7 @@ class Rollouts:
         document["totals"] = self._totals_of(name, rollout)
         document["held"] = [
             {"version": version, "kind": hold.kind, "reason": hold.reason, "since": hold.since}
-            for version, hold in sorted(self._store.holds(name).items())
+            for version, hold in sorted(self.trials.held(name).items())
         ]
         return document
 
@@ -474,7 +363,7 @@ class Rollouts:
     def release(self, name: str) -> dict:
         """Let a held (rejected, rolled back, quarantined) version of the model
         be loaded again; it goes through a rollout like any new version."""
-        released = self._store.release(name)
+        released = self.trials.release(name)
         if not released:
             raise NotFound(f"model '{name}': no version is held")
         log.info("model '%s': version(s) %s released by the operator", name, released)
@@ -506,20 +395,12 @@ class Rollouts:
         now = self._clock()
         with self._lock:
             rollouts = list(self._active.values())
-            trials = list(self._trial_versions.items())
         for rollout in rollouts:
             if rollout.stage == "watching":
                 self._check_watch(rollout, now)
             else:
                 self._check_rollout(rollout, now)
-        for (name, version), served in trials:
-            trial = self._store.trials(name).get((name, version))
-            if trial is None:
-                with self._lock:
-                    self._trial_versions.pop((name, version), None)
-                continue
-            if trial.until and now >= trial.until:
-                self._trust(served, trial)
+        self.trials.expire(now)
 
     def _check_rollout(self, rollout: Rollout, now: float) -> None:
         figures = rollout.tally.figures()
@@ -538,7 +419,7 @@ class Rollouts:
         self._reconcile(rollout.name)
 
     def _check_watch(self, rollout: Rollout, now: float) -> None:
-        failure = _watch_failure(rollout)
+        failure = watch_failure(rollout)
         if failure is not None:
             self._operate(rollout.name, lambda: self._roll_back(rollout, failure))
             self._reconcile(rollout.name)
@@ -550,9 +431,7 @@ class Rollouts:
                 return
             del self._active[rollout.name]
         rollout.candidate.observer = None
-        trial = self._store.trials(rollout.name).get((rollout.name, rollout.candidate.version))
-        if trial is not None:
-            self._trust(rollout.candidate, trial)
+        self.trials.trust(rollout.candidate)
         log.info(
             "model '%s': version %d passed its watch window",
             rollout.name,
@@ -571,12 +450,10 @@ class Rollouts:
         rollout.watch = Tally()
         rollout.watch_until = self._clock() + rollout.policy.watch_s
         rollout.stage = "watching"
-        rollout.candidate.observer = self._candidate_observer(rollout.watch)
+        rollout.candidate.observer = candidate_observer(rollout.watch, self._wake.set)
         rollout.candidate.notes = [f"rollout: promoted ({reason})"]
         self._registry.publish(rollout.candidate)
-        trial = self._store.trials(rollout.name).get((rollout.name, rollout.candidate.version))
-        if trial is not None:
-            self._watch_trial(rollout.candidate, trial, rollout.watch_until)
+        self.trials.serving(rollout.candidate, rollout.watch_until)
         self._registry.set_status(
             rollout.name,
             rollout.serving.version,
@@ -597,7 +474,9 @@ class Rollouts:
         self._detach(rollout)
         figures = rollout.tally.figures()
         self._close(rollout.candidate)
-        self._hold(rollout, "rejected", reason)
+        self.trials.hold(
+            rollout.name, rollout.candidate.version, "rejected", reason, rollout.digest
+        )
         self._registry.set_status(
             rollout.name, rollout.candidate.version, ModelState.UNAVAILABLE, reason
         )
@@ -626,9 +505,11 @@ class Rollouts:
             except EdgeboxError as exc:
                 log.error("model '%s': rollback could not park its folders: %s", rollout.name, exc)
         if rollout.candidate.version not in parked:
-            self._hold(rollout, "rolled_back", text)
+            self.trials.hold(
+                rollout.name, rollout.candidate.version, "rolled_back", text, rollout.digest
+            )
         else:
-            self._end_trial(rollout.name, rollout.candidate.version, -1)
+            self.trials.end(rollout.name, rollout.candidate.version)
         self._serving_again(rollout)
         self._outcome(rollout, "rolled_back", text)
         self._publish(RolloutRolledBack, rollout, text, figures)
@@ -651,50 +532,19 @@ class Rollouts:
         if rollout.shadow is not None:
             rollout.shadow.stop()
 
-    def _serving_observer(self, rollout: Rollout):
-        tally = rollout.tally
+    def _canary_failed(self, rollout: Rollout):
+        """A canary that fails more than its gate allows stops taking
+        requests on the failing request's own thread, before the rollout
+        thread gets to judge it, so clients meet as few of its failures as
+        the gate permits."""
 
-        def observe(
-            request: InferRequest,
-            response: InferResponse | None,
-            seconds: float,
-            error: BaseException | None,
-        ) -> None:
-            failed = error is not None and not _client_mistake(error)
-            if error is not None and not failed:
-                return
-            tally.serving(seconds, failed)
-            if response is not None and rollout.shadow is not None:
-                rollout.shadow.offer(request, response)
+        def failed() -> None:
+            verdict = judge(rollout.tally.figures(), rollout.policy, compared=False)
+            if verdict is not None and not verdict.passed:
+                self._registry.route_canary(rollout.name, None)
+            self._wake.set()
 
-        return observe
-
-    def _candidate_observer(self, tally: Tally, canary: Rollout | None = None):
-        """Counts the new version's answers. A canary that fails more than
-        its gate allows stops taking requests on the failing request's own
-        thread, before the rollout thread gets to judge it, so clients meet
-        as few of its failures as the gate permits."""
-        wake = self._wake
-        registry = self._registry
-
-        def observe(
-            request: InferRequest,
-            response: InferResponse | None,
-            seconds: float,
-            error: BaseException | None,
-        ) -> None:
-            if error is not None and _client_mistake(error):
-                return
-            tally.candidate(seconds, "" if error is None else str(error) or type(error).__name__)
-            if error is None:
-                return
-            if canary is not None:
-                verdict = judge(tally.figures(), canary.policy, compared=False)
-                if verdict is not None and not verdict.passed:
-                    registry.route_canary(canary.name, None)
-            wake.set()
-
-        return observe
+        return failed
 
     def _set_candidate_status(self, rollout: Rollout, force: bool = False) -> None:
         figures = rollout.tally.figures()
@@ -708,62 +558,6 @@ class Rollouts:
             if figures.dropped:
                 text += f", {figures.dropped} dropped while busy"
         self._registry.set_status(rollout.name, rollout.candidate.version, ModelState.LOADING, text)
-
-    def _begin_trial(self, name: str, version: int, digest: str) -> int:
-        existing = self._store.trials(name).get((name, version))
-        if existing is not None and existing.digest == digest:
-            slot = existing.slot
-        else:
-            used = self._store.used_slots()
-            slot = next((s for s in range(SLOTS) if s not in used), -1)
-        self._store.begin_trial(name, version, Trial(digest, slot, self._clock()))
-        if slot >= 0:
-            self._marks.clear(slot)
-        return slot
-
-    def _watch_trial(self, served: ServedModel, trial: Trial, until: float) -> None:
-        if until:
-            self._store.begin_trial(
-                served.name, served.version, dataclasses.replace(trial, until=until)
-            )
-        if trial.slot >= 0:
-            marks, slot = self._marks, trial.slot
-            served.on_trial = lambda count, started: marks.inflight(slot, count, started)
-        with self._lock:
-            self._trial_versions[(served.name, served.version)] = served
-
-    def _trust(self, served: ServedModel, trial: Trial) -> None:
-        served.on_trial = None
-        if trial.slot >= 0:
-            self._marks.clear(trial.slot)
-        self._store.trust(served.name, served.version, trial.digest)
-        with self._lock:
-            self._trial_versions.pop((served.name, served.version), None)
-
-    def _end_trial(self, name: str, version: int, slot: int) -> None:
-        trial = self._store.trials(name).get((name, version))
-        if trial is not None:
-            slot = trial.slot
-        if slot >= 0:
-            self._marks.clear(slot)
-        self._store.end_trial(name, version)
-        with self._lock:
-            served = self._trial_versions.pop((name, version), None)
-        if served is not None:
-            served.on_trial = None
-
-    def _hold(self, rollout: Rollout, kind: str, reason: str) -> None:
-        rollout.candidate.on_trial = None
-        trial = self._store.trials(rollout.name).get((rollout.name, rollout.candidate.version))
-        if trial is not None and trial.slot >= 0:
-            self._marks.clear(trial.slot)
-        digest = trial.digest if trial is not None else rollout.digest
-        if digest:
-            self._store.hold(
-                rollout.name, rollout.candidate.version, Hold(digest, kind, reason, self._clock())
-            )
-        with self._lock:
-            self._trial_versions.pop((rollout.name, rollout.candidate.version), None)
 
     def _outcome(self, rollout: Rollout, result: str, reason: str) -> None:
         figures = rollout.tally.figures()
@@ -803,91 +597,3 @@ class Rollouts:
                 reason=reason,
             )
         )
-
-
-def _culprits(
-    trials: dict[tuple[str, int], Trial], busy: dict, fatal_report: str
-) -> list[tuple[tuple[str, int], Trial]]:
-    """The versions on trial to blame for the last run's death: those busy
-    (loading or running) when it died, at most one per model. The fault
-    report's crashing thread names the version folder when a python model
-    crashed; otherwise the newest busy version of a model is the likelier
-    cause (the older one served without incident before it came)."""
-    crashing = fatal_report.split("Current thread", 1)[-1].split("\n\nThread ", 1)[0]
-    by_model: dict[str, list[tuple[int, Trial]]] = {}
-    for (name, version), trial in trials.items():
-        if trial.slot in busy:
-            by_model.setdefault(name, []).append((version, trial))
-    chosen = []
-    for name, versions in by_model.items():
-        named = [(v, t) for v, t in versions if f"/{name}/{v}/" in crashing]
-        version, trial = max(named or versions, key=lambda item: item[0])
-        chosen.append(((name, version), trial))
-    return chosen
-
-
-def _watch_failure(rollout: Rollout) -> str | None:
-    """Why the promoted version must go, judged on its last ``samples``
-    answers against what the serving version showed during the rollout."""
-    assert rollout.watch is not None and rollout.decided is not None
-    policy = rollout.policy
-    decided = rollout.decided
-    base_rate = (
-        decided.serving_errors / decided.serving_requests if decided.serving_requests else 0.0
-    )
-    errors, answered = rollout.watch.recent_errors(policy.samples)
-    allowed = int((base_rate + policy.max_error_rate) * policy.samples + 1e-9)
-    if errors > allowed:
-        return (
-            f"{errors} of its last {answered} requests failed after promotion "
-            f"(allowed {allowed}): {rollout.watch.figures().first_error}"
-        )
-    figures = rollout.watch.figures()
-    if answered >= policy.samples and decided.serving_p95_ms is not None:
-        verdict: Verdict | None = judge(
-            figures._replace(candidate_errors=errors, samples=answered),
-            policy,
-            compared=False,
-            serving_error_rate=base_rate,
-            serving_p95_ms=decided.serving_p95_ms,
-        )
-        if verdict is not None and not verdict.passed:
-            return verdict.reason.removeprefix("rollout: ") + " after promotion"
-    return None
-
-
-def _figures_document(rollout: Rollout) -> dict:
-    figures = rollout.tally.figures() if rollout.stage != "watching" else rollout.decided
-    document = {
-        "stage": rollout.stage,
-        "policy": rollout.policy.policy,
-        "version": rollout.candidate.version,
-        "serving_version": rollout.serving.version,
-        "started": rollout.started,
-        "samples": figures.samples if figures else 0,
-        "samples_wanted": rollout.policy.samples,
-        "agreed": figures.agreed if figures else 0,
-        "agreement": figures.agreement if figures and rollout.policy.policy == "shadow" else None,
-        "errors": figures.candidate_errors if figures else 0,
-        "dropped": figures.dropped if figures else 0,
-        "candidate_p95_ms": figures.candidate_p95_ms if figures else None,
-        "serving_p95_ms": figures.serving_p95_ms if figures else None,
-        "last_disagreement": figures.last_disagreement if figures else "",
-        "gates": rollout.policy.describe(),
-    }
-    if rollout.stage == "watching" and rollout.watch is not None:
-        watch = rollout.watch.figures()
-        document["watch"] = {
-            "until": rollout.watch_until,
-            "requests": watch.samples,
-            "errors": watch.candidate_errors,
-            "p95_ms": watch.candidate_p95_ms,
-        }
-    return document
-
-
-def _client_mistake(error: BaseException) -> bool:
-    """A request the model refused as invalid is the client's failure, not
-    the version's; neither is one cancelled by its client."""
-    code = getattr(error, "code", None)
-    return code in (ErrorCode.INVALID_ARG, ErrorCode.CANCELLED)

@@ -3,17 +3,18 @@ clients never hear from.
 
 The request's thread hands over a copy only when the queue has room (two
 pairs); otherwise the sample is dropped and counted, so a busy model pays
-nothing but a counter. One worker thread per rollout runs the copies at a
-lower CPU priority than the daemon's other threads (Linux ``nice`` applies
-per thread), one at a time, so the new version takes only capacity the
-serving one leaves; a copy that waited longer than ``STALE_S`` is dropped
-rather than run late.
+nothing but a counter. One worker thread per rollout runs the copies one at
+a time, so the new version never takes more than one execution's worth of
+the device beside the serving one; a copy that waited longer than
+``STALE_S`` is dropped rather than run late. The worker is not given a lower
+OS priority: it holds Python's interpreter lock while it prepares a request,
+and a thread the kernel keeps waiting while it holds that lock would hold up
+every request thread with it.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 import time
@@ -31,7 +32,6 @@ log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 2
 STALE_S = 2.0
-SHADOW_NICE = 10
 
 
 class ShadowRunner:
@@ -84,10 +84,6 @@ class ShadowRunner:
             pass
 
     def _run(self) -> None:
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), SHADOW_NICE)
-        except (OSError, AttributeError):
-            pass
         while not self._stopped.is_set():
             item = self._queue.get()
             if item is None or self._stopped.is_set():
