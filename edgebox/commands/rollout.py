@@ -26,6 +26,7 @@ from edgebox.protocol.http.daemon_client import (
     DaemonUnreachable,
     daemon_url,
 )
+from edgebox.repository.names import model_name_problem
 
 _ACTIONS = {
     "promote": "serve the new version now, whatever its figures (it is then watched)",
@@ -55,10 +56,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="a model's rollout, held versions and last outcome; without MODEL, every "
         "rollout in progress",
     )
-    status.add_argument("model", nargs="?", default=None, metavar="MODEL")
+    status.add_argument("model", nargs="?", default=None, type=_argument(_model), metavar="MODEL")
     for action, text in _ACTIONS.items():
         parser = actions.add_parser(action, parents=[options], help=text)
-        parser.add_argument("model", metavar="MODEL")
+        parser.add_argument("model", type=_argument(_model), metavar="MODEL")
 
 
 def _connection_options() -> argparse.ArgumentParser:
@@ -67,7 +68,7 @@ def _connection_options() -> argparse.ArgumentParser:
         "--url",
         type=_argument(daemon_url),
         default=DEFAULT_URL,
-        help=f"the daemon's HTTP API (default: {DEFAULT_URL})",
+        help=f"the daemon's HTTP API, as HOST:PORT or a URL (default: {DEFAULT_URL})",
     )
     options.add_argument(
         "--api-key-file",
@@ -130,15 +131,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _segment(model: str) -> str:
-    """A model name as one path segment: the daemon decodes it back, and a
-    name with '/' reaches the daemon whole, to be refused by name."""
+    """A model name as one path segment, which the daemon decodes back."""
     return urllib.parse.quote(model, safe="")
+
+
+def _model(text: str) -> str:
+    """A name the daemon could know: one folder name (``repository.names``),
+    so a '/' cannot turn the request into another path."""
+    problem = model_name_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
 
 
 def _header(text: str) -> tuple[str, str]:
     name, separator, value = text.partition("=")
-    if not separator or not name or not value:
-        raise ValueError(f"expected NAME=VALUE, got '{text}'")
+    if not separator or not name or not value or not text.isprintable():
+        raise ValueError(f"expected NAME=VALUE on one line, got {text!r}")
     return name, value
 
 

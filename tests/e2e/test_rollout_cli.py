@@ -202,6 +202,8 @@ def test_no_daemon_listening_exits_69_saying_so():
         (("retry", "lane"), "argument ACTION: invalid choice: 'retry'"),
         (("status", "--url", "ftp://box"), "argument --url: expected an http:// or https:// URL"),
         (("status", "--timeout-s", "0"), "argument --timeout-s: expected a number of seconds"),
+        (("abort", "models/lane"), "argument MODEL: model name 'models/lane': expected a single"),
+        (("status", "--header", "a=b\nc: d"), "argument --header: expected NAME=VALUE on one line"),
     ],
 )
 def test_a_command_line_that_does_not_parse_exits_2(args, problem):
