@@ -1,7 +1,8 @@
 """Command line: ``edgebox serve``, ``edgebox check [--config FILE] [REPOSITORY]``,
 ``edgebox publish``, ``edgebox build-engine``, ``edgebox passwd``,
-``edgebox --version``. Each subcommand lives in ``commands/``; this module
-builds the parser from them and runs the one asked for.
+``edgebox rollout status|promote|abort|release MODEL``, ``edgebox --version``.
+Each subcommand lives in ``commands/``; this module builds the parser from
+them and runs the one asked for.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 from collections.abc import Callable
 
 from edgebox import __version__
-from edgebox.commands import check, passwd, publish, serve
+from edgebox.commands import check, passwd, publish, rollout, serve
 from edgebox.commands.console import EXIT_OK
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -19,6 +20,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "publish": publish.run_publish,
     "build-engine": publish.run_build_engine,
     "passwd": passwd.run,
+    "rollout": rollout.run,
 }
 
 
@@ -33,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_publish_parser(commands)
     passwd.add_parser(commands)
     publish.add_build_engine_parser(commands)
+    rollout.add_parser(commands)
     return parser
 
 

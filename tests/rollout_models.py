@@ -1,7 +1,8 @@
-"""Versions of a python add_sub for rollout tests: the right answer, a wrong
-one, a slow one, failing ones and ones that kill the process, each a model.py
-body, and a helper that copies a version into a model folder the way an
-operator does (a hidden folder renamed into place, so no poll sees half)."""
+"""Models for rollout tests: versions of a python add_sub (the right answer,
+a wrong one, a slow one, failing ones and ones that kill the process, each a
+model.py body), a python model whose rollouts never finish on test traffic,
+and a helper that copies a version into a model folder the way an operator
+does (a hidden folder renamed into place, so no poll sees half)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from model_fixtures import write_model
+from model_fixtures import PYTHON_XY_IDENTITY, add_python_xy, write_model
 
 ADD_SUB_PY_CONFIG = """
 name: "{name}"
@@ -89,15 +90,33 @@ def add_sub_py(repository: Path, name: str = "add_sub", body: str = RIGHT, **rol
     return write_model(repository, name, config, {"1/model.py": model_py(body)})
 
 
-def drop_version(model_dir: Path, version: int, body: str) -> Path:
+def publish_version(model_dir: Path, version: int, model_py: str = PYTHON_XY_IDENTITY) -> Path:
     """Copy a new version in as an operator would: built in a hidden folder,
     then renamed into place in one step."""
     hidden = model_dir / f".incoming-{version}"
     hidden.mkdir()
-    (hidden / "model.py").write_text(model_py(body))
+    (hidden / "model.py").write_text(model_py)
     target = model_dir / str(version)
     os.rename(hidden, target)
     return target
+
+
+def drop_version(model_dir: Path, version: int, body: str) -> Path:
+    """A new add_sub version running ``body``, copied in as an operator would."""
+    return publish_version(model_dir, version, model_py(body))
+
+
+LONG_SHADOW_ROLLOUT = """
+parameters { key: "rollout" value { string_value: "shadow" } }
+parameters { key: "rollout_samples" value { string_value: "100000" } }
+"""
+"""Config parameters for a shadow rollout no test traffic can finish."""
+
+
+def add_shadow_model(repository: Path, name: str) -> Path:
+    """Version 1 of a python model (Y = X) whose next versions roll out in
+    shadow; version 1 serves at once, nothing serving before it."""
+    return add_python_xy(repository, name, config_extra=LONG_SHADOW_ROLLOUT)
 
 
 def add_sub_inputs() -> tuple[np.ndarray, np.ndarray]:

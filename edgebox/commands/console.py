@@ -8,6 +8,9 @@ import sys
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
+EXIT_UNREACHABLE = 69
+"""sysexits' EX_UNAVAILABLE: a command that talks to the daemon found none
+answering, which is not the daemon refusing (``EXIT_PROBLEMS``)."""
 EXIT_CONFIG = 78
 """sysexits' EX_CONFIG: a bad setting, which restarting will not fix (the unit's
 ``RestartPreventExitStatus``)."""

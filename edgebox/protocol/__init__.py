@@ -11,5 +11,6 @@ audit line of a repository load or unload.
 Invariant: a transport calls the verbs of ``DataPlane`` and
 ``RepositoryControl`` and nothing below them: no backend, scheduler,
 lifecycle manager or registry, and no model logic. Only the daemon builds a
-transport (``tests/test_layering.py``).
+transport; commands reach a running daemon through the HTTP transport's client
+end, ``http/daemon_client`` (``tests/test_layering.py``).
 """

@@ -14,6 +14,9 @@ Routes (``{v}`` optional everywhere it appears, as ``/versions/{v}``)::
     GET  /v2/models/stats                  statistics of every model
     POST /v2/repository/index
     POST /v2/repository/models/{m}/load | /unload
+    GET  /v2/repository/rollouts           edgebox's rollouts in progress
+    GET  /v2/repository/models/{m}/rollout
+    POST /v2/repository/models/{m}/rollout/promote | /abort | /release
     POST /v2/systemsharedmemory[/region/{r}]/register | /unregister
     GET  /v2/systemsharedmemory[/region/{r}]/status
     GET|POST /v2/logging                   Triton's logging extension
@@ -36,6 +39,7 @@ from edgebox.protocol.http import (
     infer_codec,
     render,
     repository_ext,
+    rollout_ext,
     shared_memory_ext,
 )
 from edgebox.protocol.http.error_map import error_response
@@ -136,10 +140,17 @@ class V2Handlers:
                 return repository_ext.load(self.repository_control, request, parts[3])
             if parts[4] == "unload":
                 return repository_ext.unload(self.repository_control, request, parts[3])
-        known = route in _SERVER_ROUTES or (
-            len(parts) == 5
-            and parts[1:3] == ["repository", "models"]
-            and parts[4] in ("load", "unload")
+        answer = rollout_ext.route(self.repository_control, request, method, parts[1:])
+        if answer is not None:
+            return answer
+        known = (
+            route in _SERVER_ROUTES
+            or rollout_ext.is_rollout_path(parts[1:])
+            or (
+                len(parts) == 5
+                and parts[1:3] == ["repository", "models"]
+                and parts[4] in ("load", "unload")
+            )
         )
         return _wrong_method(request) if known else _not_found(request)
 
