@@ -11,9 +11,9 @@ import urllib.request
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
-from rollout_models import EXITS, SEGFAULT, SWAPPED, add_sub_inputs, add_sub_py, drop_version
 
 from daemon_process import DaemonProcess, wait_for
+from rollout_models import EXITS, SEGFAULT, SWAPPED, add_sub_inputs, add_sub_py, drop_version
 
 POLL = ["--repository-poll-secs", "0.2"]
 

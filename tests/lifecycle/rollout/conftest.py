@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rollout_models import add_sub_inputs
 
 from edgebox.backends import BackendCatalog
 from edgebox.dataplane import DataPlane
@@ -20,6 +19,7 @@ from edgebox.lifecycle.rollout.state_directory import open_state
 from edgebox.repository.rollout_policy import RolloutPolicy
 from edgebox.repository_control import RepositoryControl
 from edgebox.tensors import InferRequest, Tensor
+from rollout_models import add_sub_inputs
 
 
 class RolloutStack:

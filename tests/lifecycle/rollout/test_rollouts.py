@@ -8,6 +8,11 @@ import re
 import threading
 
 import pytest
+
+from daemon_process import wait_for
+from edgebox.errors import InvalidArgument, NotFound
+from edgebox.events import RolloutPromoted, RolloutRejected, RolloutRolledBack, RolloutStarted
+from edgebox.lifecycle.states import ModelState
 from rollout_models import (
     FAILING,
     RIGHT,
@@ -17,11 +22,6 @@ from rollout_models import (
     drop_version,
     fails_after,
 )
-
-from daemon_process import wait_for
-from edgebox.errors import InvalidArgument, NotFound
-from edgebox.events import RolloutPromoted, RolloutRejected, RolloutRolledBack, RolloutStarted
-from edgebox.lifecycle.states import ModelState
 
 
 class Traffic:
