@@ -13,6 +13,7 @@ they do not, by how much, in words an operator can act on.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -44,7 +45,7 @@ def comparer_for(policy: RolloutPolicy, model_dir: Path) -> Compare:
     if policy.compare == "lanes":
         return lambda baseline, candidate: compare_lanes(baseline, candidate, policy.max_px)
     if policy.compare == "custom":
-        return _custom(model_dir)
+        return _custom(model_dir, policy)
     return lambda baseline, candidate: compare_tensors(
         baseline, candidate, policy.rtol, policy.atol
     )
@@ -116,10 +117,12 @@ def _lanes(answer: Answer) -> list[np.ndarray]:
     return sorted(points, key=lambda p: float(p[:, 0].mean()) if len(p) else 0.0)
 
 
-def _custom(model_dir: Path) -> Compare:
+def _custom(model_dir: Path, policy: RolloutPolicy) -> Compare:
     """``compare(baseline, candidate)`` from the model folder's
-    ``rollout_compare.py``, returning a bool or ``(bool, detail)``; a rule
-    that raises or returns anything else counts as disagreement, with why."""
+    ``rollout_compare.py`` (or ``compare(baseline, candidate, policy)``, to
+    read the config's tolerances: ``policy.max_px``, ``policy.atol``...),
+    returning a bool or ``(bool, detail)``; a rule that raises or returns
+    anything else counts as disagreement, with why."""
     where = f"model '{model_dir.name}' rollout_compare"
     path = resolve_inside(model_dir, CUSTOM_COMPARE_FILE, "rollout_compare", where)
     spec = importlib.util.spec_from_file_location(f"edgebox_rollout_compare_{model_dir.name}", path)
@@ -135,10 +138,15 @@ def _custom(model_dir: Path) -> Compare:
         raise EdgeboxError(
             f"{where}: {CUSTOM_COMPARE_FILE} defines no compare(baseline, candidate)"
         )
+    try:
+        wants_policy = len(inspect.signature(rule).parameters) >= 3
+    except (TypeError, ValueError):
+        wants_policy = False
+    extra = (policy,) if wants_policy else ()
 
     def compare(baseline: Answer, candidate: Answer) -> Comparison:
         try:
-            verdict = rule(baseline, candidate)
+            verdict = rule(baseline, candidate, *extra)
         except Exception as exc:
             return Comparison(False, f"{CUSTOM_COMPARE_FILE} raised {type(exc).__name__}: {exc}")
         if isinstance(verdict, tuple) and len(verdict) == 2:

@@ -94,3 +94,13 @@ def test_a_models_own_rule_must_exist_and_stay_in_the_folder(tmp_path):
     (model / "rollout_compare.py").symlink_to(outside)
     with pytest.raises(InvalidArgument, match="outside the model folder"):
         comparer_for(RolloutPolicy(compare="custom"), model)
+
+
+def test_a_models_own_rule_may_read_the_configs_tolerances(tmp_path):
+    (tmp_path / "rollout_compare.py").write_text(
+        "def compare(baseline, candidate, policy):\n"
+        "    return bool(abs(candidate['OUTPUT0'] - baseline['OUTPUT0']).max() <= policy.max_px)\n"
+    )
+    compare = comparer_for(RolloutPolicy(compare="custom", max_px=3.0), tmp_path)
+    assert compare(_answer(), _answer(2.5)).agree
+    assert not compare(_answer(), _answer(3.5)).agree
