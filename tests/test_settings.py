@@ -161,8 +161,8 @@ def test_dashed_yaml_key_suggests_the_underscored_one(tmp_path: Path) -> None:
 
 
 def test_unknown_yaml_key_without_a_close_match(tmp_path: Path) -> None:
-    config_file = yaml_file(tmp_path, "colour: blue\n")
-    assert settings_error(config_file=config_file) == f"{config_file}: unknown setting 'colour'"
+    config_file = yaml_file(tmp_path, "flavour: blue\n")
+    assert settings_error(config_file=config_file) == f"{config_file}: unknown setting 'flavour'"
 
 
 def test_unknown_environment_variable_is_refused() -> None:
@@ -617,7 +617,7 @@ def test_every_problem_is_collected_each_with_its_line(tmp_path: Path) -> None:
     config_file = yaml_file(
         tmp_path,
         "http_port: -1\n"
-        "colour: blue\n"
+        "flavour: blue\n"
         "streams:\n"
         "  - name: cam\n"
         "    source: synthetic:road\n"
@@ -633,7 +633,7 @@ def test_every_problem_is_collected_each_with_its_line(tmp_path: Path) -> None:
 
     assert [problem.located() for problem in info.value.problems] == [
         f"{config_file}:1: setting 'http_port': must be 0..65535, got -1",
-        f"{config_file}:2: unknown setting 'colour'",
+        f"{config_file}:2: unknown setting 'flavour'",
         f"{config_file}:6: setting 'streams[0].fps': expected a number >= 0 (0: no cap), got -2",
         f"{config_file}:7: setting 'streams[0].queue_frames': expected an integer 1..64, got 0",
         f"{config_file}:10: setting 'mqtt.ca_file': cannot read '{tmp_path / 'missing.pem'}': "

@@ -15,7 +15,6 @@ from edgebox.events.model_state import ModelStateChanged
 from edgebox.events.mqtt_link import MqttLinkChanged
 from edgebox.events.rollout import (
     ModelQuarantined,
-    RolloutEvent,
     RolloutProgress,
     RolloutPromoted,
     RolloutRejected,
@@ -53,7 +52,6 @@ __all__ = [
     "ModelResult",
     "ModelStateChanged",
     "MqttLinkChanged",
-    "RolloutEvent",
     "RolloutProgress",
     "RolloutPromoted",
     "RolloutRejected",

@@ -50,7 +50,7 @@ def stage(browser) -> str | None:
     return panels[0].get_attribute("data-stage") if panels else None
 
 
-def test_the_panel_shows_the_rollout_and_its_buttons_abort_release_and_promote(
+def test_the_panel_shows_the_rollout_and_its_buttons_abort_release_promote_and_roll_back(
     stack, dashboard_url, tmp_path
 ):
     answer_requests(stack, 2)
@@ -94,8 +94,16 @@ def test_the_panel_shows_the_rollout_and_its_buttons_abort_release_and_promote(
             "version 2 (promoted)",
             "version 1 (previous)",
         ]
-        assert texts(browser, f"{PANEL} .rollout-buttons button") == []
+        assert texts(browser, f"{PANEL} .rollout-buttons button") == ["Roll back"]
         assert rollouts.rollout_status("xy")["stage"] == "watching"
         screenshot(browser, "models-rollout-watching")
         assert texts(browser, '[data-model="xy"] .action-error') == []
+
+        button(browser, "abort").click()
+        wait_for(
+            lambda: rollouts.rollout_status("xy").get("last", {}).get("result") == "rolled_back",
+            15,
+            what="the rollback",
+        )
+        wait_for(lambda: stage(browser) != "watching", 15, what="the panel to leave the watch")
         assert console_errors(browser) == []

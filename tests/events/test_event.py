@@ -11,9 +11,15 @@ import pytest
 import edgebox.events as events
 from edgebox.events import (
     Event,
+    ModelQuarantined,
     ModelResult,
     ModelStateChanged,
     MqttLinkChanged,
+    RolloutProgress,
+    RolloutPromoted,
+    RolloutRejected,
+    RolloutRolledBack,
+    RolloutStarted,
     SpoolDegraded,
     SpoolDropped,
     StreamLatency,
@@ -26,8 +32,29 @@ from edgebox.events import (
 
 LATENCY = StreamLatency(capture_ms=2.12345, queue_ms=0.3, inference_ms=18.2, total_ms=21.0004)
 
+ROLLOUT = dict(
+    model="lane_detector",
+    version=2,
+    serving_version=1,
+    policy="shadow",
+    samples=12,
+    samples_wanted=30,
+    agreement=11 / 12,
+    candidate_p95_ms=38.123456,
+    serving_p95_ms=36.9,
+    errors=0,
+    dropped=1,
+    timestamp=11.0,
+)
+
 EXAMPLES = {
     ModelStateChanged: ModelStateChanged("lane", 2, "READY", timestamp=10.0),
+    RolloutStarted: RolloutStarted(**{**ROLLOUT, "samples": 0, "agreement": None}),
+    RolloutProgress: RolloutProgress(**ROLLOUT),
+    RolloutPromoted: RolloutPromoted(**ROLLOUT, reason="30/30 answers agree"),
+    RolloutRejected: RolloutRejected(**ROLLOUT, reason="rollout: 0/2 answers agree (...)"),
+    RolloutRolledBack: RolloutRolledBack(**ROLLOUT, reason="rolled back to version 1: ..."),
+    ModelQuarantined: ModelQuarantined("lane_detector", 2, "quarantined: ...", timestamp=12.0),
     StreamResult: StreamResult(
         "cam", "lane", "1", 118, 20.5, 640, 360, LATENCY, {"lanes": [{"score": 0.9}]}
     ),
@@ -107,9 +134,15 @@ def test_events_are_frozen(kind):
 
 def test_schema_names_are_distinct_per_topic_payload():
     assert {kind.__name__: kind.SCHEMA for kind in EXPORTED_EVENTS} == {
+        "ModelQuarantined": "edgebox.model.quarantined",
         "ModelResult": "edgebox.model_result",
         "ModelStateChanged": "edgebox.model_state",
         "MqttLinkChanged": "edgebox.mqtt_link",
+        "RolloutProgress": "edgebox.rollout.progress",
+        "RolloutPromoted": "edgebox.rollout.promoted",
+        "RolloutRejected": "edgebox.rollout.rejected",
+        "RolloutRolledBack": "edgebox.rollout.rolled_back",
+        "RolloutStarted": "edgebox.rollout.started",
         "SpoolDegraded": "edgebox.spool_degraded",
         "SpoolDropped": "edgebox.spool_dropped",
         "StreamResult": "edgebox.stream_result",
@@ -158,3 +191,9 @@ def test_mqtt_link_state_must_be_one_the_outbox_reports():
         ),
     ):
         MqttLinkChanged("up", "mqtt://127.0.0.1:1883")
+
+
+def test_rollout_events_round_their_figures():
+    document = EXAMPLES[RolloutProgress].as_dict()
+    assert document["agreement"] == 0.9167 and document["candidate_p95_ms"] == 38.1235
+    assert EXAMPLES[RolloutStarted].as_dict()["agreement"] is None

@@ -25,7 +25,6 @@ from edgebox.events import (
     ModelResult,
     ModelStateChanged,
     MqttLinkChanged,
-    RolloutEvent,
     RolloutProgress,
     RolloutPromoted,
     RolloutRejected,
@@ -40,6 +39,7 @@ from edgebox.events import (
     TelemetrySnapshot,
     ThermalChanged,
 )
+from edgebox.events.rollout import RolloutEvent
 from edgebox.lifecycle.states import ModelState
 from edgebox.mqtt import status
 from edgebox.mqtt.bridge import build_forwarder

@@ -60,6 +60,8 @@ def test_print_only_starts_the_broker_and_shows_the_daemon_command(tmp_path):
         str(tmp_path / "mqtt-spool.sqlite"),
         "--dashboard-session-key-path",
         str(tmp_path / "dashboard-session.key"),
+        "--state-directory",
+        str(tmp_path / "state"),
         "--log-verbose",
         "1",
     ]

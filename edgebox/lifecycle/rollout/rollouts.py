@@ -26,13 +26,13 @@ from edgebox.errors import EdgeboxError, InvalidArgument, NotFound
 from edgebox.events import (
     EventBus,
     ModelQuarantined,
-    RolloutEvent,
     RolloutProgress,
     RolloutPromoted,
     RolloutRejected,
     RolloutRolledBack,
     RolloutStarted,
 )
+from edgebox.events.rollout import RolloutEvent
 from edgebox.lifecycle.registry import CanaryRoute, ModelRegistry, ServedModel
 from edgebox.lifecycle.rollout.compare import comparer_for
 from edgebox.lifecycle.rollout.crash_marks import CrashMarks

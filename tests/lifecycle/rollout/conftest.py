@@ -11,7 +11,8 @@ import pytest
 
 from edgebox.backends import BackendCatalog
 from edgebox.dataplane import DataPlane
-from edgebox.events import EventBus, RolloutEvent
+from edgebox.events import EventBus
+from edgebox.events.rollout import RolloutEvent
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.lifecycle.rollout.rollouts import Rollouts
