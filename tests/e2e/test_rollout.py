@@ -13,7 +13,18 @@ import pytest
 import tritonclient.http as httpclient
 
 from daemon_process import DaemonProcess, wait_for
-from rollout_models import EXITS, SEGFAULT, SWAPPED, add_sub_inputs, add_sub_py, drop_version
+from rollout_models import (
+    EXITS,
+    FAILING,
+    RIGHT,
+    SEGFAULT,
+    SLOW,
+    SWAPPED,
+    add_sub_inputs,
+    add_sub_py,
+    drop_version,
+    fails_after,
+)
 
 POLL = ["--repository-poll-secs", "0.2"]
 
@@ -40,37 +51,110 @@ def _infer(client: httpclient.InferenceServerClient) -> tuple[str, bool]:
     )
 
 
+class HttpTraffic:
+    """One tritonclient HTTP client sending add_sub requests back to back on
+    a thread of its own until stopped: the (version, right answer) pairs it
+    got, and how many requests failed."""
+
+    def __init__(self, daemon: DaemonProcess) -> None:
+        self._daemon = daemon
+        self.answers: dict[tuple[str, bool], int] = {}
+        self.failed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+
+    def __enter__(self) -> HttpTraffic:
+        self._thread.start()
+        wait_for(lambda: self.answers, 20, what="traffic")
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        client = httpclient.InferenceServerClient(self._daemon.url)
+        while not self._stop.is_set():
+            try:
+                answer = _infer(client)
+            except Exception:
+                self.failed += 1
+                continue
+            self.answers[answer] = self.answers.get(answer, 0) + 1
+
+
+def _state(daemon: DaemonProcess, version: str) -> str:
+    return _index(daemon).get(version, {}).get("state", "")
+
+
 def test_a_wrong_version_dropped_in_under_traffic_never_answers_a_client(tmp_path):
     model_dir = add_sub_py(tmp_path / "repo", rollout="shadow", samples=30)
-    answers: dict[tuple[str, bool], int] = {}
-    stop = threading.Event()
     with DaemonProcess(tmp_path / "repo", tmp_path / "daemon.log", POLL) as daemon:
-
-        def traffic() -> None:
-            client = httpclient.InferenceServerClient(daemon.url)
-            while not stop.is_set():
-                answer = _infer(client)
-                answers[answer] = answers.get(answer, 0) + 1
-
-        thread = threading.Thread(target=traffic)
-        thread.start()
-        try:
-            wait_for(lambda: answers, 20, what="traffic")
+        with HttpTraffic(daemon) as traffic:
             drop_version(model_dir, 2, SWAPPED)
-            rejected = wait_for(
-                lambda: (
-                    _index(daemon).get("2", {}).get("state") == "UNAVAILABLE" and _index(daemon)
-                ),
-                30,
-                what="version 2 rejected",
-            )
-        finally:
-            stop.set()
-            thread.join(30)
-    assert set(answers) == {("1", True)}, answers
+            wait_for(lambda: _state(daemon, "2") == "UNAVAILABLE", 30, what="version 2 rejected")
+        rejected = _index(daemon)
+    assert set(traffic.answers) == {("1", True)}, traffic.answers
+    assert traffic.failed == 0
     assert rejected["2"]["reason"].startswith("rollout: 0/")
     assert "OUTPUT0 max |diff| 4.0 > atol 1e-05" in rejected["2"]["reason"]
     assert rejected["1"]["state"] == "READY"
+
+
+def test_an_identical_version_is_promoted_and_the_old_one_unloads_after_its_watch(tmp_path):
+    model_dir = add_sub_py(tmp_path / "repo", rollout="shadow", samples=20, watch_s=1)
+    with DaemonProcess(tmp_path / "repo", tmp_path / "daemon.log", POLL) as daemon:
+        with HttpTraffic(daemon) as traffic:
+            drop_version(model_dir, 2, RIGHT)
+            wait_for(lambda: _state(daemon, "1") == "UNAVAILABLE", 30, what="version 1 unloaded")
+        index = _index(daemon)
+    assert index["2"]["state"] == "READY"
+    assert index["2"]["reason"].startswith("rollout: promoted (20/20 answers agree")
+    assert set(traffic.answers) == {("1", True), ("2", True)} and traffic.failed == 0
+
+
+def test_a_slow_version_fails_the_latency_gate_under_traffic(tmp_path):
+    model_dir = add_sub_py(tmp_path / "repo", rollout="shadow", samples=10)
+    with DaemonProcess(tmp_path / "repo", tmp_path / "daemon.log", POLL) as daemon:
+        with HttpTraffic(daemon) as traffic:
+            drop_version(model_dir, 2, SLOW)
+            wait_for(lambda: _state(daemon, "2") == "UNAVAILABLE", 60, what="version 2 rejected")
+        reason = _index(daemon)["2"]["reason"]
+    assert reason.startswith("rollout: p95 latency "), reason
+    assert set(traffic.answers) == {("1", True)}
+
+
+def test_a_canary_at_20_percent_that_errors_is_rolled_back_after_one_failure(tmp_path):
+    model_dir = add_sub_py(tmp_path / "repo", rollout="canary", canary_percent=20, samples=20)
+    with DaemonProcess(tmp_path / "repo", tmp_path / "daemon.log", POLL) as daemon:
+        with HttpTraffic(daemon) as traffic:
+            drop_version(model_dir, 2, FAILING)
+            wait_for(lambda: _state(daemon, "2") == "UNAVAILABLE", 30, what="the canary rejected")
+            answered_before = sum(traffic.answers.values())
+            wait_for(
+                lambda: sum(traffic.answers.values()) > answered_before + 20, 30, what="traffic"
+            )
+        reason = _index(daemon)["2"]["reason"]
+    assert traffic.failed == 1
+    assert set(traffic.answers) == {("1", True)}
+    assert reason.startswith("rollout: 1/1 requests failed on the new version")
+
+
+def test_a_promoted_version_that_starts_failing_is_rolled_back_and_its_folder_parked(tmp_path):
+    model_dir = add_sub_py(tmp_path / "repo", rollout="shadow", samples=10, watch_s=120)
+    with DaemonProcess(tmp_path / "repo", tmp_path / "daemon.log", POLL) as daemon:
+        with HttpTraffic(daemon) as traffic:
+            drop_version(model_dir, 2, fails_after(30))
+            wait_for(
+                lambda: (model_dir / ".rolled-back" / "2" / "model.py").exists(),
+                60,
+                what="version 2 rolled back and parked",
+            )
+            wait_for(lambda: "2" not in _index(daemon), 30, what="the poller to drop version 2")
+        index = _index(daemon)
+    assert index["1"]["state"] == "READY"
+    assert ("2", True) in traffic.answers and traffic.failed == 1
+    assert not (model_dir / "2").exists()
 
 
 @pytest.mark.parametrize(
