@@ -264,15 +264,18 @@ class DataPlane:
 
 class _ServedResponses:
     """The dataplane's sink in front of a streamed request's own: stamps each
-    response with the version that ran it (and classifies), releases that
-    version at the final, and refuses a send after it (ResponseContractError)."""
+    response with the version that ran it (and classifies), tells a rollout's
+    observer the final outcome, releases that version at the final, and
+    refuses a send after it (ResponseContractError)."""
 
-    __slots__ = ("_request", "_served", "_sink", "finished")
+    __slots__ = ("_observer", "_request", "_served", "_sink", "_started", "finished")
 
     def __init__(self, sink: ResponseSink, request: InferRequest, served: ServedModel) -> None:
         self._sink = sink
         self._request = request
         self._served = served
+        self._observer = served.observer
+        self._started = time.perf_counter() if self._observer is not None else 0.0
         self.finished = False
 
     def send(self, response: Outcome, final: bool) -> None:
@@ -292,6 +295,11 @@ class _ServedResponses:
             self._sink.send(response, False)
             return
         self.finished = True
+        if self._observer is not None:
+            answer = response if isinstance(response, InferResponse) else None
+            error = response if isinstance(response, BaseException) else None
+            seconds = time.perf_counter() - self._started
+            _tell(self._observer, self._served, self._request, answer, seconds, error)
         try:
             self._sink.send(response, True)
         finally:

@@ -13,11 +13,13 @@ from daemon_process import wait_for
 from edgebox.errors import InvalidArgument, NotFound
 from edgebox.events import RolloutPromoted, RolloutRejected, RolloutRolledBack, RolloutStarted
 from edgebox.lifecycle.states import ModelState
+from edgebox.tensors import InferRequest, Tensor
 from rollout_models import (
     FAILING,
     RIGHT,
     SLOW,
     SWAPPED,
+    add_sub_inputs,
     add_sub_py,
     drop_version,
     fails_after,
@@ -262,3 +264,34 @@ def test_an_operator_rolls_back_a_watched_version(rollout_stack, tmp_path):
     assert status["last"]["result"] == "rolled_back"
     assert status["last"]["reason"] == "rolled back to version 1: by the operator"
     assert stack.add_sub() == ("1", True)
+
+
+class _Final:
+    """A stream's sink keeping its final outcome."""
+
+    def __init__(self) -> None:
+        self.outcome = None
+
+    def send(self, response, final: bool) -> None:
+        if final:
+            self.outcome = response
+
+
+def test_a_canary_answering_streamed_requests_is_judged_by_them(rollout_stack, tmp_path):
+    stack = rollout_stack(policy="canary", canary_percent=20, samples=10)
+    model_dir = add_sub_py(tmp_path / "models")
+    stack.manager.load_model("add_sub")
+    drop_version(model_dir, 2, FAILING)
+    stack.manager.load_model("add_sub")
+    a, b = add_sub_inputs()
+    outcomes = []
+    for _ in range(10):
+        sink = _Final()
+        request = InferRequest(
+            "add_sub", [Tensor("INPUT0", "FP32", a), Tensor("INPUT1", "FP32", b)]
+        )
+        stack.dataplane.infer_stream(request, sink)
+        outcomes.append(sink.outcome)
+    failures = [o for o in outcomes if isinstance(o, Exception)]
+    assert len(failures) == 1 and "this version is broken" in str(failures[0])
+    wait_for(lambda: _state(stack, 2) is ModelState.UNAVAILABLE, 20, what="rejection")
