@@ -31,9 +31,13 @@ TRUSTED_KEPT = 4
 
 
 def files_digest(fingerprint: tuple) -> str:
-    """A version folder's files as the store names them. The folder's own
-    entry is left out: loading a python model writes ``__pycache__`` there."""
+    """A version folder's files as the store names them ("" for a folder
+    scanned without its files, which the store never names). The folder's
+    own entry is left out: loading a python model writes ``__pycache__``
+    there."""
     entries = [entry for entry in fingerprint if entry and entry[0] != "."]
+    if not entries:
+        return ""
     return hashlib.sha256(repr(entries).encode()).hexdigest()[:16]
 
 
