@@ -11,22 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from model_fixtures import PYTHON_XY_IDENTITY, add_python_xy, write_model
-
-ADD_SUB_PY_CONFIG = """
-name: "{name}"
-backend: "python"
-max_batch_size: 0
-input [
-  {{ name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] }},
-  {{ name: "INPUT1" data_type: TYPE_FP32 dims: [ 16 ] }}
-]
-output [
-  {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] }},
-  {{ name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 16 ] }}
-]
-{parameters}
-"""
+from model_fixtures import (
+    PYTHON_BACKEND,
+    PYTHON_XY_IDENTITY,
+    add_python_xy,
+    add_sub_tensors,
+    model_config,
+    write_model,
+)
 
 MODEL_PY = """
 import itertools
@@ -86,7 +78,10 @@ def rollout_parameters(**values: object) -> str:
 
 def add_sub_py(repository: Path, name: str = "add_sub", body: str = RIGHT, **rollout) -> Path:
     """Version 1 of the python add_sub with these rollout parameters."""
-    config = ADD_SUB_PY_CONFIG.format(name=name, parameters=rollout_parameters(**rollout))
+    inputs, outputs = add_sub_tensors()
+    config = model_config(
+        name, PYTHON_BACKEND, inputs, outputs, extra=rollout_parameters(**rollout)
+    )
     return write_model(repository, name, config, {"1/model.py": model_py(body)})
 
 

@@ -60,6 +60,16 @@ class Traffic:
             self.wrong += not right
 
 
+def _second_version(stack, tmp_path, body: str):
+    """add_sub version 1 serving, then version 2 running ``body`` copied in
+    and loaded: in rollout, or serving, as the stack's policy says."""
+    model_dir = add_sub_py(tmp_path / "models")
+    stack.manager.load_model("add_sub")
+    drop_version(model_dir, 2, body)
+    stack.manager.load_model("add_sub")
+    return model_dir
+
+
 def _reason(stack, version: int) -> str:
     status = stack.state("add_sub", version)
     return status.reason if status is not None else ""
@@ -74,10 +84,7 @@ def test_an_identical_version_is_promoted_and_the_previous_one_unloads_after_the
     rollout_stack, tmp_path
 ):
     stack = rollout_stack(policy="shadow", samples=10, watch_s=0.2)
-    model_dir = add_sub_py(tmp_path / "models")
-    stack.manager.load_model("add_sub")
-    drop_version(model_dir, 2, RIGHT)
-    stack.manager.load_model("add_sub")
+    _second_version(stack, tmp_path, RIGHT)
     assert _state(stack, 2) is ModelState.LOADING
     assert _reason(stack, 2).startswith("rollout: shadow, waiting for live traffic, 0/10")
     with Traffic(stack) as traffic:
@@ -117,10 +124,7 @@ def test_a_wrong_version_is_rejected_and_never_answers_a_client(rollout_stack, t
 
 def test_a_slow_version_fails_the_latency_gate(rollout_stack, tmp_path):
     stack = rollout_stack(policy="shadow", samples=10)
-    model_dir = add_sub_py(tmp_path / "models")
-    stack.manager.load_model("add_sub")
-    drop_version(model_dir, 2, SLOW)
-    stack.manager.load_model("add_sub")
+    _second_version(stack, tmp_path, SLOW)
     with Traffic(stack):
         wait_for(lambda: _state(stack, 2) is ModelState.UNAVAILABLE, 30, what="rejection")
     assert re.match(
@@ -130,10 +134,7 @@ def test_a_slow_version_fails_the_latency_gate(rollout_stack, tmp_path):
 
 def test_a_canary_that_fails_is_rolled_back_after_its_share_of_requests(rollout_stack, tmp_path):
     stack = rollout_stack(policy="canary", canary_percent=20, samples=10)
-    model_dir = add_sub_py(tmp_path / "models")
-    stack.manager.load_model("add_sub")
-    drop_version(model_dir, 2, FAILING)
-    stack.manager.load_model("add_sub")
+    _second_version(stack, tmp_path, FAILING)
     with Traffic(stack) as traffic:
         wait_for(lambda: _state(stack, 2) is ModelState.UNAVAILABLE, 20, what="rejection")
     # The canary took every fifth request until its first failure stopped it.
@@ -146,10 +147,7 @@ def test_a_canary_that_fails_is_rolled_back_after_its_share_of_requests(rollout_
 
 def test_a_canary_answers_its_share_and_is_promoted(rollout_stack, tmp_path):
     stack = rollout_stack(policy="canary", canary_percent=20, samples=10, watch_s=60)
-    model_dir = add_sub_py(tmp_path / "models")
-    stack.manager.load_model("add_sub")
-    drop_version(model_dir, 2, RIGHT)
-    stack.manager.load_model("add_sub")
+    _second_version(stack, tmp_path, RIGHT)
     answered = [stack.add_sub()[0] for _ in range(50)]
     assert answered.count("2") == 10
     assert all(answered[i] == "2" for i in range(4, 50, 5))
@@ -161,10 +159,7 @@ def test_a_promoted_version_that_starts_failing_is_rolled_back_in_its_watch_wind
     rollout_stack, tmp_path
 ):
     stack = rollout_stack(policy="shadow", samples=10, watch_s=60)
-    model_dir = add_sub_py(tmp_path / "models")
-    stack.manager.load_model("add_sub")
-    drop_version(model_dir, 2, fails_after(30))
-    stack.manager.load_model("add_sub")
+    _second_version(stack, tmp_path, fails_after(30))
     with Traffic(stack):
         wait_for(
             lambda: stack.rollouts.status("add_sub").get("last", {}).get("result") == "rolled_back",
@@ -181,10 +176,7 @@ def test_a_promoted_version_that_starts_failing_is_rolled_back_in_its_watch_wind
 
 def test_a_rollback_in_poll_mode_parks_the_new_folder_and_deletes_nothing(rollout_stack, tmp_path):
     stack = rollout_stack(park=True, policy="shadow", samples=10, watch_s=60)
-    model_dir = add_sub_py(tmp_path / "models")
-    stack.manager.load_model("add_sub")
-    drop_version(model_dir, 2, fails_after(15))
-    stack.manager.load_model("add_sub")
+    model_dir = _second_version(stack, tmp_path, fails_after(15))
     with Traffic(stack):
         wait_for(
             lambda: (model_dir / ".rolled-back" / "2" / "model.py").exists(), 30, what="parking"
@@ -195,10 +187,7 @@ def test_a_rollback_in_poll_mode_parks_the_new_folder_and_deletes_nothing(rollou
 
 def test_without_traffic_the_reason_says_the_rollout_waits(rollout_stack, tmp_path):
     stack = rollout_stack(policy="shadow", samples=50)
-    model_dir = add_sub_py(tmp_path / "models")
-    stack.manager.load_model("add_sub")
-    drop_version(model_dir, 2, RIGHT)
-    stack.manager.load_model("add_sub")
+    _second_version(stack, tmp_path, RIGHT)
     assert _reason(stack, 2) == "rollout: shadow, waiting for live traffic, 0/50 samples"
     assert _reason(stack, 1) == "serving while version 2 is in rollout"
     # Neither a poll nor an explicit request reaches the candidate.
@@ -209,10 +198,7 @@ def test_without_traffic_the_reason_says_the_rollout_waits(rollout_stack, tmp_pa
 
 def test_an_operator_promotes_aborts_and_releases(rollout_stack, tmp_path):
     stack = rollout_stack(policy="shadow", samples=1000)
-    model_dir = add_sub_py(tmp_path / "models")
-    stack.manager.load_model("add_sub")
-    drop_version(model_dir, 2, SWAPPED)
-    stack.manager.load_model("add_sub")
+    _second_version(stack, tmp_path, SWAPPED)
     stack.control.rollout_action("add_sub", "abort")
     assert _reason(stack, 2) == "rollout: aborted by the operator"
     with pytest.raises(InvalidArgument, match="no rollout in progress"):
@@ -254,10 +240,7 @@ def test_a_model_can_override_the_device_default(rollout_stack, tmp_path):
 
 def test_an_operator_rolls_back_a_watched_version(rollout_stack, tmp_path):
     stack = rollout_stack(policy="shadow", samples=1000, watch_s=600)
-    model_dir = add_sub_py(tmp_path / "models")
-    stack.manager.load_model("add_sub")
-    drop_version(model_dir, 2, RIGHT)
-    stack.manager.load_model("add_sub")
+    _second_version(stack, tmp_path, RIGHT)
     stack.control.rollout_action("add_sub", "promote")
     assert stack.add_sub()[0] == "2"
     status = stack.control.rollout_action("add_sub", "abort")
@@ -279,10 +262,7 @@ class _Final:
 
 def test_a_canary_answering_streamed_requests_is_judged_by_them(rollout_stack, tmp_path):
     stack = rollout_stack(policy="canary", canary_percent=20, samples=10)
-    model_dir = add_sub_py(tmp_path / "models")
-    stack.manager.load_model("add_sub")
-    drop_version(model_dir, 2, FAILING)
-    stack.manager.load_model("add_sub")
+    _second_version(stack, tmp_path, FAILING)
     a, b = add_sub_inputs()
     outcomes = []
     for _ in range(10):
