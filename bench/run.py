@@ -22,6 +22,9 @@ Then issue 10's transports: HTTP binary and gRPC against the direct call
 (``bench/transports.py``, on the same daemon, which serves both).
 Then issue 13's sequence batcher against the same models without it
 (``bench/sequence.py``, on a daemon of its own).
+Then issue 21's shadow rollout: the demo's ``lane_pipeline`` at a stream's
+pace with a shadow rollout of its detector running and without
+(``bench/shadow.py``, on two daemons of their own).
 
     python bench/run.py                       # full run, about 5 minutes
     python bench/run.py --quick               # smoke run, under a minute
@@ -38,6 +41,7 @@ Then issue 13's sequence batcher against the same models without it
     python bench/run.py --only mqtt           # only MQTT publish cost, spool drain and writes
     python bench/run.py --only observers      # only lane c=8 with dashboard and metrics watching
     python bench/run.py --only sequence       # only sequence batching vs the same model without
+    python bench/run.py --only shadow         # only lane_pipeline with a shadow rollout vs none
 
 Exits 1 when a target fails (unless ``--no-fail``). Results also go to
 ``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``, the
@@ -73,6 +77,7 @@ from bench import (  # noqa: E402
     observers,
     sequence,
     server_choice,
+    shadow,
     slowloris,
     stream_fps,
     transports,
@@ -121,6 +126,10 @@ class Plan:
     """Issue 10: rounds of the transport comparison, and seconds per add_sub
     cell per round (lane cells twice that, concurrency 8 cells 1.5 times)."""
     transport_s: float
+    shadow_rounds: int
+    """Issue 21: rounds of the shadow rollout comparison, and seconds of
+    frames per daemon per round."""
+    shadow_s: float
 
 
 FULL = Plan(
@@ -142,6 +151,8 @@ FULL = Plan(
     slowloris_s=10.0,
     transport_rounds=7,
     transport_s=0.5,
+    shadow_rounds=5,
+    shadow_s=10.0,
 )
 QUICK = Plan(
     rounds=3,
@@ -162,6 +173,8 @@ QUICK = Plan(
     slowloris_s=3.0,
     transport_rounds=2,
     transport_s=0.2,
+    shadow_rounds=2,
+    shadow_s=2.5,
 )
 PARTS = (
     "issue2",
@@ -175,6 +188,7 @@ PARTS = (
     "mqtt",
     "observers",
     "sequence",
+    "shadow",
 )
 
 
@@ -348,6 +362,17 @@ def main(argv: list[str] | None = None) -> int:
         rounds, c1_s, c8_s = (2, 0.5, 0.8) if args.quick else (7, 1.2, 2.5)
         figures, found = sequence.measure(OUT / "sequence", rounds, c1_s, c8_s, log=_progress)
         results["sequence"] = figures
+        targets += [Target(*t) for t in found]
+    if "shadow" in parts:
+        print(
+            f"\nissue 21: {shadow.PIPELINE} at a stream's pace with a shadow rollout "
+            f"of {shadow.DETECTOR} and without, {plan.shadow_rounds} rounds",
+            flush=True,
+        )
+        figures, found = shadow.measure(
+            OUT / "shadow", plan.shadow_rounds, plan.shadow_s, log=_progress
+        )
+        results["shadow"] = figures
         targets += [Target(*t) for t in found]
     for target in targets:
         print(f"{'PASS' if target.passed else 'FAIL'} {target.name}: {target.text}")
