@@ -45,6 +45,7 @@ from edgebox.protocol.http.wiring import http_server
 from edgebox.protocol.shared_memory import SharedMemoryRegistry
 from edgebox.repository.poller import RepositoryPoller
 from edgebox.repository_control import RepositoryControl
+from edgebox.scheduling.rate_limiter import RateLimiter, ResourceGiven
 from edgebox.sd_notify import notify, watchdog_interval_s
 from edgebox.settings import Settings
 from edgebox.streams.manager import StreamManager
@@ -98,6 +99,11 @@ class Daemon:
                 or default_max_threads_per_instance(),
             ),
             rollouts=self.rollouts,
+            rate_limiter=(
+                RateLimiter(map(ResourceGiven.parse, settings.rate_limit_resource))
+                if settings.rate_limit == "execution_count"
+                else None
+            ),
         )
         self.dataplane = DataPlane(
             self.registry,

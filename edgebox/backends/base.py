@@ -72,6 +72,10 @@ class InstanceSpec:
     device_id: int = 0
     secondary_devices: tuple[tuple[str, int], ...] = ()
     """(kind, device_id) pairs, e.g. ``("KIND_NVDLA", 0)`` for a DLA core."""
+    resources: tuple[tuple[str, int, bool], ...] = ()
+    """The group's ``rate_limiter`` resources as (name, count, global)."""
+    priority: int = 0
+    """The group's ``rate_limiter`` priority (0 counts as 1)."""
 
 
 @dataclass

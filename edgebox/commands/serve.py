@@ -32,6 +32,12 @@ _SERVE_SPECIAL_FLAGS: dict[str, dict[str, Any]] = {
         "metavar": "API[,API...]:KEY=VALUE",
         "help": "as in Triton: these HTTP APIs need header KEY: VALUE (repeatable)",
     },
+    "rate_limit_resource": {
+        "action": "append",
+        "metavar": "NAME:COUNT[:DEVICE]",
+        "help": "as in Triton: copies of a rate limiter resource, per device or on DEVICE "
+        "(repeatable)",
+    },
     "grpc_restricted_protocol": {
         "action": "append",
         "metavar": "API[,API...]:KEY=VALUE",

@@ -47,6 +47,7 @@ from edgebox.lifecycle.version_loader import LoaderSetup, VersionLoader
 from edgebox.repository.config import ModelConfig
 from edgebox.repository.layout import ModelFolder, scan_repository
 from edgebox.repository.rollback import roll_back
+from edgebox.scheduling.rate_limiter import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,7 @@ class LifecycleManager:
         limits: LoadLimits | None = None,
         infer_stream: InferStreamFunction | None = None,
         rollouts: Rollouts | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         self.repository = repository
         self._registry = registry
@@ -77,7 +79,7 @@ class LifecycleManager:
         self._configs = ModelConfigs(repository, registry, limits, gpu_ids)
         self._operations = ModelOperations(registry)
         self._versions = VersionLoader(
-            LoaderSetup(repository, catalog, infer, infer_stream, gpu_ids, limits),
+            LoaderSetup(repository, catalog, infer, infer_stream, gpu_ids, limits, rate_limiter),
             registry,
             self._operations,
         )

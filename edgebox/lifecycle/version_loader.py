@@ -36,6 +36,7 @@ from edgebox.scheduling.direct import DirectScheduler
 from edgebox.scheduling.dynamic_batcher import DynamicBatcher
 from edgebox.scheduling.ensemble_scheduler import EnsembleScheduler
 from edgebox.scheduling.instance_pool import InstancePool, instance_specs
+from edgebox.scheduling.rate_limiter import RateLimiter
 from edgebox.scheduling.sequence_batcher import SequenceBatcher
 from edgebox.scheduling.sequence_controls import SequenceControls
 from edgebox.signature import ModelSignature
@@ -54,6 +55,8 @@ class LoaderSetup:
     infer_stream: InferStreamFunction | None
     gpu_ids: list[int]
     limits: LoadLimits
+    rate_limiter: RateLimiter | None = None
+    """Shared by every version under ``--rate-limit execution_count``."""
 
 
 class VersionLoader:
@@ -72,6 +75,7 @@ class VersionLoader:
         self._operations = operations
         self._gpu_ids = setup.gpu_ids
         self._limits = setup.limits
+        self._rate_limiter = setup.rate_limiter
         self._instances = InstanceLedger(setup.limits.max_instances_total)
         self._lock = threading.Lock()
         self._held: dict[int, int] = {}
@@ -187,12 +191,12 @@ class VersionLoader:
             for spec in specs:
                 self._operations.check_cancelled(load, context.where)
                 instances.append(backend.load_instance(context, spec))
+            pool = InstancePool(instances, self._rate_limiter, specs, context.where)
         except BaseException:
             InstancePool(instances).close()
             backend.unload(context)
             self._instances.release(ticket)
             raise
-        pool = InstancePool(instances)
         if config.model_transaction_policy.decoupled:
             if config.HasField("dynamic_batching"):
                 context.notes.append("dynamic_batching ignored: the model is decoupled")

@@ -80,7 +80,8 @@ class DecoupledScheduler(Scheduler):
                 self._open[id(tracked)] = tracked
             try:
                 model_request = self._signature.to_model_shapes(request)
-                instance.execute_decoupled([model_request], [tracked])
+                with self._pool.running(instance):
+                    instance.execute_decoupled([model_request], [tracked])
             except BaseException as exc:
                 log.exception("%s: execute raised", self._where)
                 tracked.fail(EdgeboxError(f"{self._where}: backend failed: {one_line(exc)}"))

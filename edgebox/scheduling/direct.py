@@ -41,19 +41,20 @@ class DirectScheduler(SynchronousScheduler):
         clock = time.perf_counter_ns
         start = clock()
         instance = self._pool.acquire()
-        acquired = clock()
         try:
-            if request.cancelled():
-                self.statistics.record_request(False, acquired - start)
-                raise cancelled_error(self._where)
-            model_request = self._signature.to_model_shapes(request)
-            prepared = clock()
-            try:
-                result = instance.execute([model_request])[0]
-            except BaseException as exc:
-                log.exception("%s: execute raised", self._where)
-                result = EdgeboxError(f"{self._where}: backend failed: {one_line(exc)}")
-            executed = clock()
+            with self._pool.running(instance):
+                acquired = clock()
+                if request.cancelled():
+                    self.statistics.record_request(False, acquired - start)
+                    raise cancelled_error(self._where)
+                model_request = self._signature.to_model_shapes(request)
+                prepared = clock()
+                try:
+                    result = instance.execute([model_request])[0]
+                except BaseException as exc:
+                    log.exception("%s: execute raised", self._where)
+                    result = EdgeboxError(f"{self._where}: backend failed: {one_line(exc)}")
+                executed = clock()
         finally:
             self._pool.release(instance)
         try:

@@ -253,13 +253,15 @@ class DynamicBatcher(BatchWorkers):
     def _run(self, instance: Instance, batch: list[_Pending]) -> None:
         """Execute the batch and leave each request its response or error in
         ``result``: the adapter from ``execute``'s list to one final per
-        request; ``_complete`` sends them."""
+        request; ``_complete`` sends them. Time spent waiting for the rate
+        limiter counts as queue time, as in Triton."""
         clock = time.perf_counter_ns
-        started = clock()
-        requests = [self._signature.to_model_shapes(p.request) for p in batch]
-        prepared = clock()
-        results = execute_all(instance, requests, self._where)
-        executed = clock()
+        with self._pool.running(instance):
+            started = clock()
+            requests = [self._signature.to_model_shapes(p.request) for p in batch]
+            prepared = clock()
+            results = execute_all(instance, requests, self._where)
+            executed = clock()
         for pending, result in zip(batch, results, strict=True):
             try:
                 if isinstance(result, EdgeboxError):

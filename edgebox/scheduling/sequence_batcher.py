@@ -289,9 +289,10 @@ class SequenceBatcher(BatchWorkers):
             )
             for p in batch
         ]
-        prepared = clock()
-        results = execute_all(lane.instance, requests, self._where)
-        executed = clock()
+        with self._pool.running(lane.instance):
+            prepared = clock()
+            results = execute_all(lane.instance, requests, self._where)
+            executed = clock()
         real = [(p, r) for p, r in zip(batch, results, strict=True) if p is not None]
         for pending, result in real:
             try:

@@ -24,6 +24,7 @@ from edgebox.lifecycle.limits import (
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.protocol.access_policy import parse_restrictions, read_api_key
 from edgebox.repository.rollout_policy import RolloutPolicy
+from edgebox.scheduling.rate_limiter import RATE_LIMIT_MODES, ResourceGiven
 from edgebox.streams.settings import StreamSettings
 from edgebox.telemetry.settings import TelemetrySettings
 
@@ -167,6 +168,21 @@ class Settings:
     """Most threads an ONNX Runtime instance may ask for in
     ``intra_op_thread_count`` or ``inter_op_thread_count``; 0: the machine's
     CPU cores (so the shipped file holds the same value on every module)."""
+    rate_limit: str = dataclasses.field(
+        default="off",
+        metadata={"choices": RATE_LIMIT_MODES, "help": "off or execution_count (as in Triton)"},
+    )
+    """Triton's ``--rate-limit``. ``execution_count``: a model instance
+    executes only once the resources its ``instance_group { rate_limiter }``
+    names are free, in one queue across every model ordered by executions
+    times priority (docs/configuration.md); ``off``: as soon as it is free."""
+    rate_limit_resource: tuple[str, ...] = dataclasses.field(
+        default=(), metadata={"metavar": "NAME:COUNT[:DEVICE]"}
+    )
+    """Triton's ``--rate-limit-resource`` (repeat the flag for more): copies
+    of a resource on every device, or on DEVICE only; a resource not given
+    has as many copies as the most any instance asks for. In the
+    environment, separated by whitespace."""
     python_isolation: str = "in_process"
     """Where python models whose ``config.pbtxt`` has no ``EDGEBOX_ISOLATION``
     parameter run: ``in_process`` (in the daemon, fastest) or ``process`` (a
@@ -250,6 +266,14 @@ class Settings:
         YAML) or as text with groups separated by whitespace (a group holds
         commas), and are checked the way the daemon will read them; every
         other field is read by its type."""
+        if name == "rate_limit_resource":
+            given = raw.split() if isinstance(raw, str) else raw
+            given = tuple(
+                str(item) for item in (given if isinstance(given, (list, tuple)) else [given])
+            )
+            for item in given:
+                ResourceGiven.parse(item)
+            return given
         if name not in _RESTRICTION_GROUPS:
             return coerce(raw)
         groups = raw.split() if isinstance(raw, str) else raw
@@ -334,6 +358,12 @@ class Settings:
                 "load_model",
                 "only applies with model_control_mode explicit",
                 ("model_control_mode",),
+            )
+        if self.rate_limit not in RATE_LIMIT_MODES:
+            yield (
+                "rate_limit",
+                f"must be one of {', '.join(RATE_LIMIT_MODES)}, got '{self.rate_limit}'",
+                (),
             )
         if self.python_isolation not in PYTHON_ISOLATION_MODES:
             yield (
