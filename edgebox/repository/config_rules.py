@@ -25,6 +25,7 @@ from edgebox.repository.contained_path import WARMUP_FOLDER_LABEL, path_problem
 from edgebox.repository.ensemble_rules import check_ensemble
 from edgebox.repository.result_publishing import publishing_problems
 from edgebox.repository.rollout_policy import rollout_problems
+from edgebox.repository.scheduling_rules import check_scheduling
 from edgebox.repository.sequence_batching_rules import check_sequence_batching
 
 _FORMATS_WITH_3_DIMS = (
@@ -73,6 +74,7 @@ def check_model_config(config) -> list[Problem]:
         problems.append(("ensemble_scheduling", 'ensemble_scheduling needs platform: "ensemble"'))
     if config.HasField("sequence_batching"):
         problems += check_sequence_batching(config)
+    problems += check_scheduling(config)
     problems += _check_named_paths(config)
     problems += _check_passthrough(config)
     problems += [("parameters", problem) for problem in publishing_problems(config)]

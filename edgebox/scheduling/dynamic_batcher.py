@@ -14,8 +14,10 @@ The queue is bounded (``default_queue_policy.max_queue_size``, or
 ``DEFAULT_MAX_QUEUE_SIZE`` when the config sets none): a request that finds it
 full is rejected at once with a clear error rather than growing memory. With
 ``timeout_action: REJECT`` a request that waited longer than its timeout is
-failed; ``DELAY`` keeps it. ``preserve_ordering`` makes batches complete in the
-order they were formed, as Triton does.
+failed; ``DELAY`` keeps it. With ``priority_levels`` the queue is one per
+level, each with its own policy, and batches are formed from the most urgent
+requests first (``priority_queues.py``). ``preserve_ordering`` makes batches
+complete in the order they were formed, as Triton does.
 
 ``submit`` queues the request and returns; the worker that ran the batch sends
 each request its one final response (``infer`` waits for it). A request whose
@@ -39,11 +41,8 @@ Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guid
 
 from __future__ import annotations
 
-import collections
 import threading
 import time
-
-from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends.base import Instance
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
@@ -51,21 +50,17 @@ from edgebox.responses import Outcome, ResponseSink
 from edgebox.scheduling.batch_workers import BatchWorkers, QueuedRequest
 from edgebox.scheduling.direct import answered, cancelled_error, execute_all, finish_response
 from edgebox.scheduling.instance_pool import InstancePool
+from edgebox.scheduling.priority_queues import PriorityQueues
 from edgebox.scheduling.statistics import ModelStatistics
 from edgebox.signature import ModelSignature
 from edgebox.tensors import InferRequest
-
-DEFAULT_MAX_QUEUE_SIZE = 1024
-"""Triton's ``max_queue_size: 0`` means unbounded; edgebox caps it here."""
-
-_REJECT = model_config_pb2.ModelQueuePolicy.REJECT
 
 
 class _Pending(QueuedRequest):
     """One request waiting for its batch, and what batching it needs: its
     batch size and the key of the requests it may share a batch with."""
 
-    __slots__ = ("batch", "deadline_ns", "key")
+    __slots__ = ("batch", "deadline_ns", "key", "level")
 
     def __init__(
         self,
@@ -73,6 +68,7 @@ class _Pending(QueuedRequest):
         sink: ResponseSink,
         enqueued_ns: int,
         deadline_ns: int | None,
+        level: int,
     ) -> None:
         self.request = request
         self.sink: ResponseSink | None = sink
@@ -80,6 +76,7 @@ class _Pending(QueuedRequest):
         self.key = tuple(sorted((t.name, t.datatype, t.data.shape[1:]) for t in request.inputs))
         self.enqueued_ns = enqueued_ns
         self.deadline_ns = deadline_ns
+        self.level = level
         self.result: Outcome = None
 
 
@@ -95,13 +92,7 @@ class DynamicBatcher(BatchWorkers):
         self._target = preferred[-1] if preferred else self._max_batch
         self._max_delay_ns = batching.max_queue_delay_microseconds * 1000
         self._preserve_ordering = batching.preserve_ordering
-        policy = batching.default_queue_policy
-        self._max_queue = policy.max_queue_size or DEFAULT_MAX_QUEUE_SIZE
-        self._timeout_ns = policy.default_timeout_microseconds * 1000
-        self._reject_late = policy.timeout_action == _REJECT
-        self._allow_timeout_override = policy.allow_timeout_override
-
-        self._queue: collections.deque[_Pending] = collections.deque()
+        self._queue = PriorityQueues(batching)
         self._ready = threading.Condition()
         self._closed = False
         self._formed = 0
@@ -119,7 +110,8 @@ class DynamicBatcher(BatchWorkers):
         stopped or closing) gets its error on the caller's thread."""
         now = time.perf_counter_ns()
         try:
-            pending = _Pending(request, sink, now, self._deadline(request, now))
+            level = self._queue.level_of(request.parameters, self._where)
+            pending = _Pending(request, sink, now, self._deadline(request, level, now), level)
         except EdgeboxError as exc:
             sink.send(exc, True)
             return
@@ -130,11 +122,12 @@ class DynamicBatcher(BatchWorkers):
                 refused = Unavailable(self.failure)
             elif self._closed:
                 refused = Unavailable(f"{self._where}: the model is being unloaded")
-            elif len(self._queue) >= self._max_queue:
+            elif self._queue.full(level):
                 self.statistics.record_request(False, 0)
                 refused = Unavailable(
                     f"{self._where}: request rejected, the queue is full "
-                    f"({self._max_queue} requests waiting; max_queue_size)"
+                    f"({self._queue.policies[level].max_queue_size} requests waiting; "
+                    "max_queue_size)"
                 )
             else:
                 self._queue.append(pending)
@@ -152,16 +145,17 @@ class DynamicBatcher(BatchWorkers):
 
     # -- workers -----------------------------------------------------------
 
-    def _deadline(self, request: InferRequest, now: int) -> int | None:
-        timeout_ns = self._timeout_ns
-        if self._allow_timeout_override and "timeout" in request.parameters:
+    def _deadline(self, request: InferRequest, level: int, now: int) -> int | None:
+        policy = self._queue.policies[level]
+        timeout_ns = policy.timeout_ns
+        if policy.allow_timeout_override and "timeout" in request.parameters:
             value = request.parameters["timeout"]
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise InvalidArgument(
                     f"{self._where}: parameter 'timeout' must be microseconds as an integer"
                 )
             timeout_ns = value * 1000
-        if not timeout_ns or not self._reject_late:
+        if not timeout_ns or not policy.reject_late:
             return None
         return now + timeout_ns
 
@@ -173,9 +167,7 @@ class DynamicBatcher(BatchWorkers):
 
     def _take_waiting(self) -> list[_Pending]:
         with self._ready:
-            waiting = list(self._queue)
-            self._queue.clear()
-        return waiting
+            return self._queue.take_all()
 
     def _stop_serving(self, exc: BaseException, stranded: list) -> None:
         super()._stop_serving(exc, stranded)
@@ -195,7 +187,7 @@ class DynamicBatcher(BatchWorkers):
                     self._ready.wait()
                     continue
                 chosen, size = self._gather()
-                oldest = self._queue[0].enqueued_ns
+                oldest = chosen[0].enqueued_ns
                 waited_enough = now - oldest >= self._max_delay_ns
                 if size >= self._target or waited_enough or self._closed:
                     if size < self._target and waited_enough and self._max_delay_ns:
@@ -209,10 +201,11 @@ class DynamicBatcher(BatchWorkers):
                 self._ready.wait((oldest + self._max_delay_ns - now) / 1e9)
 
     def _gather(self, limit: int | None = None) -> tuple[list[_Pending], int]:
-        """The oldest request and the compatible ones behind it, in arrival
-        order, up to ``limit`` batch items (the batching target by default)."""
+        """The oldest of the most urgent requests and the compatible ones
+        behind it, most urgent first then in arrival order, up to ``limit``
+        batch items (the batching target by default)."""
         limit = limit or self._target
-        head = self._queue[0]
+        head = self._queue.head()
         chosen: list[_Pending] = []
         size = 0
         for pending in self._queue:

@@ -45,8 +45,8 @@ from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable
 from edgebox.responses import Outcome, ResponseSink
 from edgebox.scheduling.batch_workers import BatchWorkers, QueuedRequest
 from edgebox.scheduling.direct import answered, cancelled_error, execute_all, finish_response
-from edgebox.scheduling.dynamic_batcher import DEFAULT_MAX_QUEUE_SIZE
 from edgebox.scheduling.instance_pool import InstancePool
+from edgebox.scheduling.priority_queues import DEFAULT_MAX_QUEUE_SIZE
 from edgebox.scheduling.sequence_controls import SequenceControls
 from edgebox.scheduling.sequence_slots import Lane, Sequence, SequenceSlots
 from edgebox.scheduling.sequence_tag import SequenceTag, describe_id, sequence_tag

@@ -594,6 +594,7 @@ def test_config_to_dict_keeps_queue_policies_numeric(tmp_path: Path) -> None:
         max_batch_size: 4
         dynamic_batching {
           priority_levels: 2
+          default_priority_level: 1
           priority_queue_policy {
             key: 1
             value: { default_timeout_microseconds: 250 max_queue_size: 8 }
