@@ -54,6 +54,7 @@ def test_model_using_a_custom_op_loads_answers_and_unloads(tmp_path: Path, stack
     np.testing.assert_allclose(y, inverse_of(x), rtol=1e-5)
 
     stack.manager.unload_model("inverse")
+    assert stack.manager.wait_retired(10)
     assert stack.registry.statuses("inverse")[1] == VersionStatus(
         ModelState.UNAVAILABLE, "unloaded"
     )
