@@ -11,6 +11,7 @@ stack with the real ONNX Runtime backend.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -168,6 +169,24 @@ def test_library_named_outside_the_model_folder_is_refused_at_parse(
         f"{model_dir / 'config.pbtxt'}:4:20: model_operations.op_library_filename '{name}' is "
         "outside the model folder",
     )
+
+
+def test_load_override_naming_a_library_outside_the_model_folder_is_refused(
+    tmp_path: Path, stack, library_outside: Path
+) -> None:
+    add_inverse_model(tmp_path, "inverse")
+    override = {
+        "platform": "onnxruntime_onnx",
+        "model_operations": {"op_library_filename": [str(library_outside)]},
+    }
+    with pytest.raises(InvalidArgument) as info:
+        stack.repository_control.load_model("inverse", {"config": json.dumps(override)})
+    assert str(info.value) == (
+        "failed to load 'inverse', failed to poll from model repository: load request config "
+        f"for 'inverse': model_operations.op_library_filename '{library_outside}' is outside "
+        "the model folder"
+    )
+    assert not stack.registry.is_ready("inverse")
 
 
 def test_library_symlinked_out_of_the_model_folder_is_refused(
