@@ -1,6 +1,6 @@
 """Custom-op libraries (``model_operations { op_library_filename }``),
-registered on every session options of the model that names them, as
-Triton's onnxruntime backend does, so a model whose graph uses an op outside
+registered on the options of every session the model opens, as Triton's
+onnxruntime backend does, so a model whose graph uses an op outside
 ONNX's domains (``ai.onnx.contrib`` from onnxruntime-extensions, say) loads.
 
 Registering a library opens it, which runs its code in the daemon: only a
