@@ -23,6 +23,7 @@ from edgebox.repository.backend_parameters import (
 from edgebox.repository.config_locator import Problem
 from edgebox.repository.contained_path import WARMUP_FOLDER_LABEL, path_problem
 from edgebox.repository.ensemble_rules import check_ensemble
+from edgebox.repository.op_libraries import op_library_problems
 from edgebox.repository.result_publishing import publishing_problems
 from edgebox.repository.rollout_policy import rollout_problems
 from edgebox.repository.scheduling_rules import check_scheduling
@@ -109,17 +110,14 @@ def _check_named_paths(config) -> Iterator[Problem]:
                     f"model_warmup[{index}]",
                     f"model_warmup '{warmup.name}', input '{input_name}': {problem}",
                 )
-    if config.platform == "tensorrt_plan" or config.backend == "tensorrt":
-        for name in config.model_operations.op_library_filename:
-            problem = path_problem("op_library_filename", name)
-            if problem is not None:
-                yield "model_operations.op_library_filename", problem
-        if TENSORRT_PLUGINS_PARAMETER in config.parameters:
-            listed = config.parameters[TENSORRT_PLUGINS_PARAMETER].string_value
-            for name in (part.strip() for part in listed.split(",")):
-                problem = path_problem(f"parameters '{TENSORRT_PLUGINS_PARAMETER}' entry", name)
-                if name and problem is not None:
-                    yield "parameters", problem
+    yield from op_library_problems(config)
+    is_tensorrt = config.platform == "tensorrt_plan" or config.backend == "tensorrt"
+    if is_tensorrt and TENSORRT_PLUGINS_PARAMETER in config.parameters:
+        listed = config.parameters[TENSORRT_PLUGINS_PARAMETER].string_value
+        for name in (part.strip() for part in listed.split(",")):
+            problem = path_problem(f"parameters '{TENSORRT_PLUGINS_PARAMETER}' entry", name)
+            if name and problem is not None:
+                yield "parameters", problem
 
 
 def _check_passthrough(config) -> Iterator[Problem]:

@@ -742,7 +742,8 @@ def test_tensorrt_plugin_libraries_stay_in_the_model_folder(tmp_path: Path) -> N
         """,
     )
     assert problems == [
-        f"{path}:2:20: op_library_filename '/opt/plugins/libyolo.so' is outside the model folder",
+        f"{path}:2:20: model_operations.op_library_filename '/opt/plugins/libyolo.so' is outside "
+        "the model folder",
         f"{path}:3:1: parameters 'plugins' entry '../../libevil.so' is outside the model folder",
     ]
 

@@ -12,7 +12,8 @@ Invariant: ``onnxruntime`` is imported when an ONNX model loads, never at
 import time, so a machine without it loses only its ONNX models; and nothing
 a config says reaches ONNX Runtime unchecked (thread counts against
 ``max_threads_per_instance``, session entries and cache folders against
-``repository/backend_parameters.py``).
+``repository/backend_parameters.py``, custom-op libraries against the model
+folder, ``custom_ops``).
 Spec: https://github.com/triton-inference-server/onnxruntime_backend
 """
 

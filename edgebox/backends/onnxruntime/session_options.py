@@ -8,7 +8,9 @@ to ONNX Runtime as session config entries under their own names when
 ``repository/backend_parameters.py`` allows them (none that reads or writes
 files). ONNX Runtime's idle worker threads spin by default, which on a small
 board costs a whole core between requests; edgebox turns spinning off unless
-``session.intra_op.allow_spinning`` says otherwise.
+``session.intra_op.allow_spinning`` says otherwise. The custom-op libraries
+``model_operations`` names are registered on the options too
+(``custom_ops``), so the auto-complete probe session sees the ops as well.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from edgebox.backends import base
+from edgebox.backends.onnxruntime.custom_ops import register_custom_ops
 from edgebox.errors import InvalidArgument, one_line
 from edgebox.repository.backend_parameters import ORT_SESSION_PREFIX, session_entry_problem
 
@@ -82,6 +85,7 @@ def session_options(ort: ModuleType, context: base.ModelContext) -> Any:
                 f"{one_line(exc)}"
             ) from None
     options.log_severity_level = 3
+    register_custom_ops(options, context)
     return options
 
 

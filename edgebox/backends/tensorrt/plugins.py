@@ -11,7 +11,7 @@ then deserializes. A config names libraries in two ways:
   comma-separated list.
 
 Paths are relative to the model's folder and must stay inside it after
-symlinks (``repository/contained_path.py``): a config, or a client's load
+symlinks (``repository/op_libraries.py``): a config, or a client's load
 override, must not make the daemon run code from anywhere on disk. A library
 kept elsewhere is loaded through ``LD_PRELOAD`` instead. Libraries are opened with
 ``RTLD_GLOBAL`` so their symbols are visible to TensorRT, and stay loaded for
@@ -26,12 +26,11 @@ import ctypes
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from edgebox.errors import Unavailable
 from edgebox.repository.backend_parameters import TENSORRT_PLUGINS_PARAMETER
-from edgebox.repository.contained_path import resolve_inside
+from edgebox.repository.op_libraries import OpLibrary, named_op_libraries, resolve_op_libraries
 
 log = logging.getLogger(__name__)
 
@@ -42,25 +41,11 @@ _loaded: dict[str, object] = {}
 _loaded_lock = threading.Lock()
 
 
-@dataclass(frozen=True)
-class PluginLibrary:
-    path: Path
-    origin: str
-    """Where the config names it: ``<config.pbtxt>:<line>: <field>``."""
-
-
-def plugin_libraries(config, model_dir: Path) -> list[PluginLibrary]:
-    """The libraries ``config`` asks for, in the order given; InvalidArgument
-    for one that is not inside ``model_dir``."""
-    config_path = model_dir / "config.pbtxt"
-    try:
-        text = config_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        text = ""
-    named: list[tuple[str, str]] = [
-        (name, "model_operations.op_library_filename")
-        for name in config.model_operations.op_library_filename
-    ]
+def plugin_libraries(config, model_dir: Path) -> list[OpLibrary]:
+    """The libraries ``config`` asks for, ``model_operations`` first, then the
+    ``plugins`` parameter, in the order given; InvalidArgument for one that is
+    not inside ``model_dir``."""
+    named = named_op_libraries(config)
     if PLUGINS_PARAMETER in config.parameters:
         listed = config.parameters[PLUGINS_PARAMETER].string_value
         named += [
@@ -68,18 +53,11 @@ def plugin_libraries(config, model_dir: Path) -> list[PluginLibrary]:
             for name in listed.split(",")
             if name.strip()
         ]
-    libraries = []
-    for name, field in named:
-        line = _line_of(text, name)
-        where = f"{config_path}:{line}" if line else str(config_path)
-        origin = f"{where}: {field}"
-        path = resolve_inside(model_dir, name, "plugin library", origin)
-        libraries.append(PluginLibrary(path, origin))
-    return libraries
+    return resolve_op_libraries(model_dir, named, "plugin library")
 
 
 def load_plugins(
-    libraries: Sequence[PluginLibrary],
+    libraries: Sequence[OpLibrary],
     trt,
     logger,
     open_library: Callable[[str], object] | None = None,
@@ -106,10 +84,3 @@ def load_plugins(
 
 def _open_global(path: str) -> object:
     return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-
-
-def _line_of(text: str, value: str) -> int | None:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if value in line:
-            return number
-    return None

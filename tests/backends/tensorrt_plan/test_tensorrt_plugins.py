@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from edgebox.backends.tensorrt.plugins import PluginLibrary, load_plugins, plugin_libraries
+from edgebox.backends.tensorrt.plugins import load_plugins, plugin_libraries
 from edgebox.errors import InvalidArgument, Unavailable
 from edgebox.repository.config import read_model_config
+from edgebox.repository.op_libraries import OpLibrary
 from fakes.fake_tensorrt_runtime import FakePycudaDriver, FakeTensorRTRuntime
 
 CONFIG = """\
@@ -38,15 +39,15 @@ def test_libraries_come_from_both_config_fields_in_order(tmp_path: Path) -> None
     config_path = model_dir / "config.pbtxt"
     libraries = plugin_libraries(read_model_config(model_dir), model_dir)
     assert libraries == [
-        PluginLibrary(
+        OpLibrary(
             model_dir / "plugins/libyolo.so",
             f"{config_path}:4: model_operations.op_library_filename",
         ),
-        PluginLibrary(
+        OpLibrary(
             model_dir / "libs/libnms.so", f"{config_path}:5: model_operations.op_library_filename"
         ),
-        PluginLibrary(model_dir / "plugins/a.so", f"{config_path}:7: parameters 'plugins'"),
-        PluginLibrary(model_dir / "libs/b.so", f"{config_path}:7: parameters 'plugins'"),
+        OpLibrary(model_dir / "plugins/a.so", f"{config_path}:7: parameters 'plugins'"),
+        OpLibrary(model_dir / "libs/b.so", f"{config_path}:7: parameters 'plugins'"),
     ]
 
 
@@ -91,8 +92,8 @@ def test_libraries_open_before_the_plugin_registry_is_initialized(tmp_path: Path
     cuda = FakePycudaDriver()
     trt = FakeTensorRTRuntime(cuda, plugin_libraries={str(first): ["One"], str(second): ["Two"]})
     libraries = [
-        PluginLibrary(first, "config.pbtxt:3: x"),
-        PluginLibrary(second, "config.pbtxt:4: x"),
+        OpLibrary(first, "config.pbtxt:3: x"),
+        OpLibrary(second, "config.pbtxt:4: x"),
     ]
     load_plugins(libraries, trt, logger=object(), open_library=trt.open_library)
     assert [event[1:] for event in cuda.events] == [
@@ -115,7 +116,7 @@ def test_missing_library_names_the_path_and_the_config_line(tmp_path: Path) -> N
     missing = tmp_path / "libgone.so"
     with pytest.raises(Unavailable) as error:
         load_plugins(
-            [PluginLibrary(missing, "/m/det/config.pbtxt:3: model_operations.op_library_filename")],
+            [OpLibrary(missing, "/m/det/config.pbtxt:3: model_operations.op_library_filename")],
             trt,
             object(),
             trt.open_library,
@@ -132,7 +133,7 @@ def test_library_that_fails_to_open_gives_the_loader_error(tmp_path: Path) -> No
     broken.write_bytes(b"not elf")
     trt = FakeTensorRTRuntime(FakePycudaDriver())
     with pytest.raises(Unavailable) as error:
-        load_plugins([PluginLibrary(broken, "c:1: f")], trt, object(), trt.open_library)
+        load_plugins([OpLibrary(broken, "c:1: f")], trt, object(), trt.open_library)
     assert str(error.value) == (
         f"cannot load plugin library '{broken}' (c:1: f): {broken}: cannot open shared object "
         "file: No such file or directory"
