@@ -265,12 +265,18 @@ def _override_config(text: object, name: str, model_dir: Path):
         raise _PollFailure(str(exc)) from None
 
 
+def poll_refusal(name: str, reason: str) -> InvalidArgument:
+    """A load request refused before any config could be had, in Triton's
+    words (its 500; edgebox's 400), ``reason`` after them."""
+    return InvalidArgument(
+        f"failed to load '{name}', failed to poll from model repository: {reason}"
+    )
+
+
 def _load_refusal(name: str, error: EdgeboxError) -> InvalidArgument:
     """Triton 2.51's texts for a failed load, edgebox's reason after them."""
     if isinstance(error, (_PollFailure, ConfigError, NotFound)):
-        return InvalidArgument(
-            f"failed to load '{name}', failed to poll from model repository: {error}"
-        )
+        return poll_refusal(name, str(error))
     reason = str(error)
     own = f"model '{name}': "
     if reason.startswith(own):
