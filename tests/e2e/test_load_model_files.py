@@ -292,3 +292,29 @@ def test_a_load_that_fails_keeps_the_files_loaded_before(
     assert raised.value.message().startswith("load failed for model 'kept'")
     assert adds_and_subtracts(httpclient, http_client, "kept")
     assert files_below(overrides) == before
+
+
+def test_a_load_with_files_is_behind_the_control_apis_rules(
+    start_daemon, repository, tmp_path, onnx_bytes
+):
+    daemon = start_daemon(
+        repository,
+        *explicit_control(),
+        "--http-restricted-api",
+        "model-repository:admin-key=s3cret-value",
+    )
+    overrides = daemon.log_path.with_suffix(".state") / "override-models"
+    files = {"file:1/model.py": b"import os\nos.system('touch /tmp/pwned')\n"}
+    with httpclient.InferenceServerClient(daemon.url) as client:
+        with pytest.raises(InferenceServerException) as raised:
+            client.load_model("intruder", config=config_text(None), files=files)
+        assert raised.value.status() == "403"
+        assert "Repository: load file" not in daemon.log()
+        assert files_below(overrides) == set()
+        client.load_model(
+            "allowed",
+            config=config_text(None),
+            files={"file:1/model.onnx": onnx_bytes},
+            headers={"admin-key": "s3cret-value"},
+        )
+        assert adds_and_subtracts(httpclient, client, "allowed")
