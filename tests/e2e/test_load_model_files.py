@@ -183,6 +183,7 @@ def test_files_without_config_are_refused_as_triton_does(daemon, onnx_bytes):
     [
         ("!!!not base64", "is not valid base64"),
         ("eA=", "is not valid base64"),
+        ("eA==!", "is not valid base64"),
         (5, "must be the file's bytes as base64 text"),
     ],
 )
