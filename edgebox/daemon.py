@@ -43,6 +43,7 @@ from edgebox.protocol.grpc.access import grpc_policy
 from edgebox.protocol.grpc.wiring import grpc_server
 from edgebox.protocol.http.wiring import http_server
 from edgebox.protocol.shared_memory import SharedMemoryRegistry
+from edgebox.repository.override_folders import OVERRIDE_FOLDER_NAME, OverrideFolders
 from edgebox.repository.poller import RepositoryPoller
 from edgebox.repository_control import RepositoryControl
 from edgebox.scheduling.rate_limiter import RateLimiter, ResourceGiven
@@ -112,7 +113,13 @@ class Daemon:
             result_tap=result_tap(self.bus) if settings.mqtt is not None else None,
         )
         self.repository_control = RepositoryControl(
-            self.registry, self.manager, self.dataplane.live, settings.model_control_mode
+            self.registry,
+            self.manager,
+            self.dataplane.live,
+            settings.model_control_mode,
+            OverrideFolders(
+                settings.state_directory / OVERRIDE_FOLDER_NAME, settings.load_files_max_bytes
+            ),
         )
         self.access = AccessPolicy.from_settings(
             settings.http_restricted_api, settings.api_key_file

@@ -18,6 +18,7 @@ import json
 import re
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from edgebox.dataplane_results import RepositoryIndexEntry
 from edgebox.errors import (
@@ -35,6 +36,12 @@ from edgebox.lifecycle.states import ModelState
 from edgebox.repository.config import config_from_json
 from edgebox.repository.layout import scan_repository
 from edgebox.repository.names import check_model_name
+from edgebox.repository.override_files import OverrideFile, override_files
+from edgebox.repository.override_folders import (
+    OverrideFilesTooLarge,
+    OverrideFolderError,
+    OverrideFolders,
+)
 from edgebox.repository.rollback import (
     VersionFolders,
     model_folder,
@@ -58,13 +65,17 @@ class RepositoryControl:
         manager: LifecycleManager,
         live: Callable[[], bool],
         control_mode: str = "none",
+        override_folders: OverrideFolders | None = None,
     ) -> None:
         """``live`` is the dataplane's: once the server is stopping, a load's
-        failure passes through as it is (the load was cut short, not refused)."""
+        failure passes through as it is (the load was cut short, not refused).
+        ``override_folders``: where a load request's files are written; None
+        refuses loads with files."""
         self._registry = registry
         self._manager = manager
         self._live = live
         self._control_mode = control_mode
+        self._overrides = override_folders or OverrideFolders(None, 0)
         self._folder_moves = threading.Lock()
 
     def repository_index(self, ready_only: bool = False) -> list[RepositoryIndexEntry]:
@@ -103,36 +114,50 @@ class RepositoryControl:
         repository: ...`` when no config can be had (no such folder, a
         ``config.pbtxt`` or override that does not parse; Triton answers 500
         there, edgebox 400: the request is the mistake), and ``load failed for
-        model 'NAME': ...`` when the model did not load."""
+        model 'NAME': ...`` when the model did not load.
+
+        ``file:<path>`` parameters (bytes) are Triton's model file override:
+        they need ``config``, are written to a private override folder
+        (``repository/override_folders.py``), never into the repository, and
+        the model loads from there; a later load without files goes back to
+        the repository folder. Their paths are checked first
+        (``repository/override_files.py``)."""
         self._require_explicit_mode()
         check_model_name(name)
         try:
-            self._load_model(name, parameters)
-        except (Cancelled, Unsupported):
+            self._load_model(name, parameters or {})
+        except (Cancelled, Unsupported, OverrideFolderError):
             raise
         except EdgeboxError as exc:
             if not self._live():
                 raise
             raise _load_refusal(name, exc) from None
+        finally:
+            self._overrides.sweep(self._manager.override_folders_in_use)
 
-    def _load_model(self, name: str, parameters: dict | None) -> None:
-        parameters = parameters or {}
-        files = [key for key in parameters if key.startswith("file:")]
+    def _load_model(self, name: str, parameters: dict) -> None:
+        try:
+            files = override_files(parameters)
+        except InvalidArgument as exc:
+            raise _PollFailure(str(exc)) from None
         if files:
-            raise Unsupported(
-                f"load '{name}': model files sent with the request ({', '.join(files)}) are "
-                "not supported; copy them into the repository and load by name"
-            )
+            self._load_files(name, parameters.get("config"), files)
+            return
         config = None
         if "config" in parameters:
-            text = parameters["config"]
-            if not isinstance(text, str):
-                text = json.dumps(text)
-            try:
-                config = config_from_json(text, name, self._manager.repository / name)
-            except EdgeboxError as exc:
-                raise _PollFailure(str(exc)) from None
+            config = _override_config(parameters["config"], name, self._manager.repository / name)
         self._manager.load_model(name, config, retry_failed=True)
+
+    def _load_files(self, name: str, text: object, files: list[OverrideFile]) -> None:
+        if text is None:
+            raise _PollFailure("Load parameter 'config' must be specified for model file override")
+        current = self._manager.override_folder(name)
+        try:
+            with self._overrides.write(name, files, {current} if current else set()) as model_dir:
+                config = _override_config(text, name, model_dir)
+                self._manager.load_model(name, config, retry_failed=True, model_dir=model_dir)
+        except OverrideFilesTooLarge as exc:
+            raise _PollFailure(str(exc)) from None
 
     def unload_model(self, name: str, unload_dependents: bool = False) -> None:
         """As in Triton, unloading a model that is not loaded (or not in the
@@ -141,7 +166,10 @@ class RepositoryControl:
         check_model_name(name)
         if name not in self._registry.model_names():
             return
-        self._manager.unload_model(name, unload_dependents)
+        try:
+            self._manager.unload_model(name, unload_dependents)
+        finally:
+            self._overrides.sweep(self._manager.override_folders_in_use)
 
     # -- rollouts (any control mode; docs/rollout.md) -------------------------
 
@@ -224,12 +252,31 @@ class _PollFailure(EdgeboxError):
     """A load request's config could not be had (Triton: the poll failed)."""
 
 
+def _override_config(text: object, name: str, model_dir: Path):
+    """A load request's ``config`` parameter, held to ``config.pbtxt``'s rules
+    against the folder the model loads from."""
+    try:
+        if not isinstance(text, str):
+            text = json.dumps(text)
+        return config_from_json(text, name, model_dir)
+    except TypeError:
+        raise _PollFailure("load parameter 'config' must be JSON text") from None
+    except EdgeboxError as exc:
+        raise _PollFailure(str(exc)) from None
+
+
+def poll_refusal(name: str, reason: str) -> InvalidArgument:
+    """A load request refused before any config could be had, in Triton's
+    words (its 500; edgebox's 400), ``reason`` after them."""
+    return InvalidArgument(
+        f"failed to load '{name}', failed to poll from model repository: {reason}"
+    )
+
+
 def _load_refusal(name: str, error: EdgeboxError) -> InvalidArgument:
     """Triton 2.51's texts for a failed load, edgebox's reason after them."""
     if isinstance(error, (_PollFailure, ConfigError, NotFound)):
-        return InvalidArgument(
-            f"failed to load '{name}', failed to poll from model repository: {error}"
-        )
+        return poll_refusal(name, str(error))
     reason = str(error)
     own = f"model '{name}': "
     if reason.startswith(own):

@@ -66,11 +66,12 @@ class Reference:
         grpc_port: int,
         metrics_port: int,
         log: Path,
-        extra: tuple[str, ...] = (),
+        extra_args: tuple[str, ...] = (),
     ) -> subprocess.Popen:
         """The server on 127.0.0.1, explicit model control off (it loads the
-        whole repository, as edgebox's default poll mode does at start);
-        ``extra`` flags go last (``--rate-limit``, ``--exit-on-error=false``)."""
+        whole repository, as edgebox's default poll mode does at start) unless
+        ``extra_args`` says otherwise (``--model-control-mode explicit``); they go
+        last (``--rate-limit``, ``--exit-on-error=false``)."""
         env = dict(os.environ)
         env["PATH"] = f"{self.venv / 'bin'}:{env.get('PATH', '')}"
         libs = self._package().parent.parent / "nvidia_pytriton.libs"
@@ -99,7 +100,7 @@ class Reference:
             f"python,shm-region-prefix-name=parity{http_port}_",
             "--allow-gpu-metrics",
             "false",
-            *extra,
+            *extra_args,
         ]
         handle = open(log, "wb")  # noqa: SIM115 - the child keeps it
         return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from edgebox.errors import ConfigError, InvalidArgument, Unavailable, Unsupported
+from edgebox.repository.override_folders import OverrideFolders
 from edgebox.repository_control import RepositoryControl
 from model_fixtures import add_add_sub, write_model
 
@@ -44,3 +45,20 @@ def test_rollback_and_restore_need_poll_mode(tmp_path, stack, mode):
     with pytest.raises(Unsupported, match=f"this server runs in '{mode}' mode$"):
         control.restore_model("add_sub")
     assert (tmp_path / "add_sub" / "2").is_dir()
+
+
+@pytest.mark.parametrize("mode", ["none", "poll"])
+def test_a_load_with_files_outside_explicit_mode_writes_nothing(tmp_path, stack, mode):
+    overrides = OverrideFolders(tmp_path / "overrides", 1024)
+    control = RepositoryControl(
+        stack.registry, stack.manager, stack.dataplane.live, mode, overrides
+    )
+    with pytest.raises(Unavailable, match=f"not allowed in model control mode '{mode}'"):
+        control.load_model("x", {"config": "{}", "file:1/model.onnx": b"onnx"})
+    assert not (tmp_path / "overrides").exists()
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_load_with_files_needs_override_folders(stack):
+    with pytest.raises(Unsupported, match=r"^failed to load 'x': model files in a load request"):
+        stack.repository_control.load_model("x", {"config": "{}", "file:1/model.onnx": b"o"})

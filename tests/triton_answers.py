@@ -256,3 +256,66 @@ Triton 2.51 labels the failure counter by
 ``reason`` (``REJECTED``, ``CANCELED``, ``BACKEND``, ``OTHER``, each exported
 from 0). Triton updates the statistics after it has answered: read them only
 once they have settled."""
+
+FILE_LOAD_ANSWERS_HTTP = {
+    "files without config": (500, "failed to load 'fresh', failed to poll from model repository"),
+    "'..' leaving the folder": (
+        500,
+        "failed to load 'fresh', failed to poll from model repository",
+    ),
+    "'..' staying inside": (200, ""),
+    "empty component": (200, ""),
+    "absolute path": (
+        400,
+        "load failed for model 'fresh': at least one version must be available under the "
+        "version policy of model 'fresh'\n",
+    ),
+    "config naming another model": (
+        500,
+        "failed to load 'fresh', failed to poll from model repository",
+    ),
+    "no version folder": (
+        400,
+        "load failed for model 'fresh': at least one version must be available under the "
+        "version policy of model 'fresh'\n",
+    ),
+    "a path both file and folder": (
+        500,
+        "failed to load 'fresh', failed to poll from model repository",
+    ),
+    "file value not a string": (500, "attempt to access JSON non-string as string"),
+}
+"""Explicit model control, a python model's config and ``1/model.py`` sent as
+``file:`` parameters to ``POST /v2/repository/models/fresh/load`` (a name the
+repository does not hold), one change each: status and ``error``. The reasons
+are only in Triton's log: ``Load parameter 'config' must be specified for
+model file override``; ``Invalid file parameter 'file:../x/model.py' with
+normalized path '/tmp/x/model.py' must stay within model directory.``
+(``1/../1/model.py`` normalises inside and loads); ``Invalid file parameter
+'file:1/model.py', directory has been created as a file``. An absolute path
+is written below the temporary folder (``JoinPath``), so nothing is in a
+version folder. gRPC answers the same texts (INTERNAL for the 500s,
+INVALID_ARGUMENT for the 400s), and refuses a ``file:`` that is not a
+bytes_param, or a ``config`` that is not a string_param, with INVALID_ARGUMENT
+``invalid value type for load parameter 'file:1/model.py', expected
+bytes_param.`` (``'config', expected string_param.``). A path component over
+NAME_MAX (256 ``A``s, as NVIDIA's simple_grpc_model_control.py sends) kills
+Triton 2.51: the call ends ``UNAVAILABLE`` and the server is gone."""
+
+FILE_LOAD_SCENARIO = [
+    ("load", 8),
+    ("load with files, config max_batch_size 4", 4),
+    ("load", 8),
+    ("load with files, config max_batch_size 4", 4),
+    ("load with config override max_batch_size 2", 2),
+]
+"""Explicit model control, a python model in the repository (max_batch_size
+8): after each step, the ``max_batch_size`` ``GET .../config`` answers. A load
+with files loads from them; a plain load after it goes back to the repository
+folder; a config override without files loads the repository folder's files
+with it. A model loaded only from files is not in ``POST
+/v2/repository/index``; a plain load of it answers 500 ``failed to poll`` and
+it keeps serving. A second load with files of a model already loaded from
+files answers 200 without loading them (a ``model.py`` that raises at import
+still answers 200; the log says ``Unexpected lifecycle state transition from
+TRITONREPOAGENT_ACTION_LOAD_COMPLETE``)."""

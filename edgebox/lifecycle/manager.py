@@ -37,6 +37,7 @@ from edgebox.lifecycle.dependencies import (
 from edgebox.lifecycle.failed_loads import FailedLoads
 from edgebox.lifecycle.limits import LoadLimits
 from edgebox.lifecycle.model_configs import ModelConfigs
+from edgebox.lifecycle.model_folders import ModelFolders
 from edgebox.lifecycle.model_versions import ModelVersions
 from edgebox.lifecycle.operations import ModelOperations, remaining_s
 from edgebox.lifecycle.registry import ModelRegistry
@@ -45,7 +46,7 @@ from edgebox.lifecycle.rollout.rollouts import Rollouts
 from edgebox.lifecycle.states import ModelState
 from edgebox.lifecycle.version_loader import LoaderSetup, VersionLoader
 from edgebox.repository.config import ModelConfig
-from edgebox.repository.layout import ModelFolder, scan_repository
+from edgebox.repository.layout import ModelFolder, scan_model, scan_repository
 from edgebox.repository.rollback import roll_back
 from edgebox.scheduling.rate_limiter import RateLimiter
 
@@ -86,6 +87,7 @@ class LifecycleManager:
         self._retirer = VersionRetirer(registry, self._versions.close)
         self._failed = FailedLoads()
         self.rollouts = rollouts or Rollouts(registry)
+        self._folders = ModelFolders(repository, registry)
         self._versions_of_model = ModelVersions(
             repository,
             registry,
@@ -95,6 +97,7 @@ class LifecycleManager:
             self._retirer,
             self._failed,
             self.rollouts,
+            self._folders.path,
         )
         self._lock = threading.Lock()
         """Held only for bookkeeping, never across a load: guards ``_requested``."""
@@ -140,6 +143,7 @@ class LifecycleManager:
         config: ModelConfig | None = None,
         folder: ModelFolder | None = None,
         retry_failed: bool = False,
+        model_dir: Path | None = None,
     ) -> None:
         """Load or reload one model (the repository extension's ``load``, or a
         change the poller saw). Versions whose config and files are unchanged
@@ -147,6 +151,12 @@ class LifecycleManager:
         (the poller leaves out those still being copied). A version that failed
         with the same config and files is not tried again unless
         ``retry_failed`` (an explicit load request) says so.
+
+        ``model_dir``, with a ``config``: load from that folder instead of the
+        repository's (a load request's files, written by
+        ``repository/override_folders.py``); it stays the model's folder while
+        something loaded from it serves. Without it the repository's folder is
+        loaded, whatever an earlier load with files did (Triton 2.51 does so).
 
         With no ``config``, a load request's override loaded before is used
         again while the model's files are unchanged (as in Triton), else the
@@ -160,7 +170,9 @@ class LifecycleManager:
         """
         if self._operations.closing:
             raise Unavailable(f"model '{name}': not loaded: {self._operations.closing}")
-        override = config is not None
+        override = config is not None and model_dir is None
+        if model_dir is not None and config is None:
+            raise InvalidArgument(f"model '{name}': an override folder needs a config")
         if config is None:
             config = self._configs.kept_override(name) or self._configs.read(name)
         else:
@@ -170,15 +182,20 @@ class LifecycleManager:
         with self._lock:
             self._requested.add(name)
         files = self._configs.files_now(name) if override else None
+        if folder is None and (model_dir or self._folders.override(name)):
+            folder = scan_model(model_dir or self.repository / name)
         self._load_missing_steps(name, config)
         try:
             self._run_load(name, config, folder, retry_failed)
             if files is not None:
                 self._configs.keep_override(name, config, files)
+            elif model_dir is not None:
+                self._configs.drop_override(name)
         except EdgeboxError:
             self._configs.drop_override(name)
             raise
         finally:
+            self._folders.loaded(name, folder.path if folder else self.repository / name)
             if self._registry.served_versions(name):
                 self._retry_dependents(name)
 
@@ -203,6 +220,7 @@ class LifecycleManager:
                 self.rollouts.forget(model)
                 self._retirer.retire_model(model, "unloaded")
             self._configs.drop_override(model)
+            self._folders.forget(model)
             self._failed.forget(model)
             with self._lock:
                 self._requested.discard(model)
@@ -216,6 +234,7 @@ class LifecycleManager:
             for version in list(self._registry.statuses(name)):
                 self._registry.clear_status(name, version)
             self._configs.forget(name)
+            self._folders.forget(name)
 
     def stop_loading(self, reason: str = _SHUTTING_DOWN) -> None:
         """No load starts from now on, and those in progress stop at their next
@@ -254,6 +273,15 @@ class LifecycleManager:
         """Wait (up to ``timeout_s``) for every version retired so far to be
         closed; False if any is still draining or closing."""
         return self._retirer.wait(timeout_s)
+
+    def override_folders_in_use(self) -> set[Path]:
+        """The model folders outside the repository that a served version, or
+        a model's record of where it loads from, still points at."""
+        return self._folders.in_use()
+
+    def override_folder(self, name: str) -> Path | None:
+        """The folder a load request's files made for ``name``, while it serves."""
+        return self._folders.override(name)
 
     def config_of(self, name: str) -> ModelConfig | None:
         """The config ``name`` was last asked to load with, or None."""

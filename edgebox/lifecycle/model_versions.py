@@ -6,6 +6,7 @@ model (manager.py holds the locking and the order between models)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from edgebox.errors import EdgeboxError, ErrorCode, InvalidArgument, Unavailable
@@ -37,8 +38,13 @@ class ModelVersions:
         retirer: VersionRetirer,
         failed: FailedLoads,
         rollouts: Rollouts,
+        model_dir: Callable[[str], Path] | None = None,
     ) -> None:
+        """``model_dir``: where a model loads from when the caller names no
+        folder (the repository's ``<name>`` unless a load request's files
+        put it elsewhere)."""
         self.repository = repository
+        self.model_dir = model_dir or (lambda name: repository / name)
         self._registry = registry
         self._configs = configs
         self._operations = operations
@@ -62,7 +68,7 @@ class ModelVersions:
             raise InvalidArgument(problem)
         self._registry.clear_status(name, None)
         if folder is None:
-            folder = scan_model(self.repository / name)
+            folder = scan_model(self.model_dir(name))
         available = list(folder.versions)
         digest = config.SerializeToString(deterministic=True)
         held = self.rollouts.trials.holds(name, folder)
@@ -74,7 +80,7 @@ class ModelVersions:
                 name,
                 missing,
                 ModelState.UNAVAILABLE,
-                f"version folder '{self.repository / name / str(missing)}' not found "
+                f"version folder '{folder.path / str(missing)}' not found "
                 "(listed in version_policy specific)",
             )
         if not wanted:
@@ -126,11 +132,13 @@ class ModelVersions:
             )
             try:
                 with self.rollouts.trials.loading(name, version, folder):
-                    served = self._versions.load(name, version, config, load, replacing)
+                    served = self._versions.load(
+                        name, version, config, load, replacing, folder.path
+                    )
                 served.source = source
                 self.rollouts.trials.arm(served)
                 if staged:
-                    self._stage(served, load, staged, policy)
+                    self._stage(served, load, staged, policy, folder.path)
                     continue
                 previous = self._versions.publish(served, load)
                 self.rollouts.published(served)
@@ -196,12 +204,13 @@ class ModelVersions:
         load: LoadInProgress,
         baseline: ServedModel,
         policy: RolloutPolicy,
+        model_dir: Path,
     ) -> None:
         """Hand a loaded candidate to its rollout instead of publishing it,
         unless the load was cancelled meanwhile (then it is closed)."""
         with self._operations.uncancelled(load) as reason:
             if not reason:
-                self.rollouts.start(served, baseline, policy, self.repository / served.name)
+                self.rollouts.start(served, baseline, policy, model_dir)
                 return
         self._versions.close(served)
         raise Unavailable(f"{served.where}: load cancelled: {reason}")

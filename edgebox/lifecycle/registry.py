@@ -17,6 +17,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from edgebox.errors import EdgeboxError, InvalidArgument, NotFound, Unavailable
 from edgebox.events import EventBus, ModelStateChanged
@@ -48,6 +49,9 @@ class ServedModel:
     source: tuple = ()
     """What it was loaded from (config digest, folder fingerprint): unchanged
     source means a reload of this version can be skipped."""
+    model_dir: Path | None = None
+    """The model folder it was loaded from: the repository's, or the override
+    folder a load request's files were written to (kept while this serves)."""
 
     def __post_init__(self) -> None:
         self.where = f"model '{self.name}' version {self.version}"

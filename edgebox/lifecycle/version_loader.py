@@ -88,19 +88,22 @@ class VersionLoader:
         config: ModelConfig,
         load: LoadInProgress,
         replacing: list[ServedModel],
+        model_dir: Path | None = None,
     ) -> ServedModel:
         """A fully loaded version, not yet published; or EdgeboxError, with
         the reason recorded as the version's state. ``replacing``: the served
         versions this load retires once it succeeds, whose instances it does
-        not count against ``max_instances_total``."""
+        not count against ``max_instances_total``. ``model_dir``: the folder
+        to load from, the repository's ``<name>`` when None."""
+        model_dir = model_dir or self._repository / name
         version_config = ModelConfig()
         version_config.CopyFrom(config)
         context = ModelContext(
             name=name,
             version=version,
             config=version_config,
-            model_dir=self._repository / name,
-            version_dir=self._repository / name / str(version),
+            model_dir=model_dir,
+            version_dir=model_dir / str(version),
             infer=self._infer,
             infer_stream=self._infer_stream,
             max_threads_per_instance=self._limits.max_threads_per_instance,
@@ -117,6 +120,7 @@ class VersionLoader:
             self._registry.set_status(name, version, ModelState.UNAVAILABLE, str(error))
             raise error from None
         context.health = lambda ready, reason: self._instance_health(served, ready, reason)
+        served.model_dir = model_dir
         return served
 
     def publish(self, served: ServedModel, load: LoadInProgress) -> ServedModel | None:

@@ -145,6 +145,14 @@ class Settings:
     a registration past it is refused with 400 / INVALID_ARGUMENT."""
     shared_memory_max_regions: int = 64
     """System shared-memory regions that may be registered at once."""
+    load_files_max_bytes: int = 256 * 1024 * 1024
+    """Bytes of model files that load requests (Triton's ``file:<path>``
+    parameters, explicit mode) may have written at once, over every model
+    loaded that way; they live in ``<state_directory>/override-models``, never
+    in the repository. A load's own files over it are refused with 400; files
+    that do not fit beside other models' with 503. One request's files are
+    also bounded by ``max_request_bytes`` (over HTTP, base64 makes them a third
+    larger). 0 refuses every load that carries files."""
     strict_readiness: bool = False
     """Report ready only while every model has a ready version (Triton's default
     is true; an appliance with one broken model should still take traffic)."""
@@ -215,7 +223,9 @@ class Settings:
     the rollouts' record of trusted, held and on-trial versions
     (``rollout.json``), the crash marks that quarantine a version the daemon
     died running, and the last fatal error's report (``fatal.log``). Written
-    only when a rollout changes state: a few kilobytes per rollout."""
+    only when a rollout changes state: a few kilobytes per rollout. Also
+    ``override-models/``: the files of models a load request sent
+    (``load_files_max_bytes``) while they serve, emptied at start."""
     telemetry: TelemetrySettings = dataclasses.field(default_factory=TelemetrySettings)
     """Sampling the module's GPU, CPU, memory, temperatures and power
     (edgebox/telemetry/, docs/configuration.md): on by default; ``telemetry:``
@@ -329,7 +339,7 @@ class Settings:
                 f"must be >= 1, got {self.grpc_max_concurrent_streams}",
                 (),
             )
-        for key in ("shared_memory_max_bytes", "shared_memory_max_regions"):
+        for key in ("shared_memory_max_bytes", "shared_memory_max_regions", "load_files_max_bytes"):
             if getattr(self, key) < 0:
                 yield key, f"must be >= 0, got {getattr(self, key)}", ()
         if self.http_max_connections < 1:

@@ -302,12 +302,16 @@ def test_load_with_config_override(grpc_client):
     assert grpc_client.get_model_config("add_sub").config.max_batch_size == 8
 
 
-def test_load_with_model_files_is_unimplemented(grpc_client):
-    error = raised(
-        grpc_client.load_model, "add_sub", config="{}", files={"file:1/model.onnx": b"x"}
+def test_load_with_model_files_needs_a_config(grpc_client):
+    """Loading from files works (tests/e2e/test_load_model_files.py); without
+    ``config`` it is refused, as Triton refuses it, and nothing changes."""
+    error = raised(grpc_client.load_model, "add_sub", files={"file:1/model.onnx": b"x"})
+    assert error.status() == "StatusCode.INVALID_ARGUMENT"
+    assert error.message() == (
+        "failed to load 'add_sub', failed to poll from model repository: "
+        "Load parameter 'config' must be specified for model file override"
     )
-    assert error.status() == "StatusCode.UNIMPLEMENTED"
-    assert error.message().startswith("load 'add_sub': model files sent with the request")
+    assert grpc_client.is_model_ready("add_sub")
 
 
 # -- the seeds' client ------------------------------------------------------------------------

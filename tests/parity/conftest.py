@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon_process import DaemonProcess, wait_for
+from daemon_process import DaemonProcess, explicit_control, wait_for
 from parity_repository import write_parity_repository
 from scripts.triton_reference import DEFAULT_HOME, Reference
 
@@ -79,3 +79,32 @@ def edgebox(repository, tmp_path_factory):
     shutil.copytree(repository, served)
     with DaemonProcess(served, folder / "daemon.log", ["--model-control-mode", "none"]) as daemon:
         yield daemon.url
+
+
+@pytest.fixture(scope="module")
+def explicit_servers(repository, tmp_path_factory):
+    """``{"triton": (http, grpc), "edgebox": (http, grpc)}``: both servers in
+    explicit mode (nothing loaded at start) on copies of ``repository``."""
+    reference = Reference(Path(os.environ.get("EDGEBOX_TRITON_HOME", DEFAULT_HOME)))
+    if not reference.installed():
+        pytest.fail("the reference Triton is not installed: run `make test-parity`")
+    folder = tmp_path_factory.mktemp("both")
+    shutil.copytree(repository, folder / "triton")
+    shutil.copytree(repository, folder / "edgebox")
+    http, grpc_port, metrics = free_port(), free_port(), free_port()
+    process = reference.launch(
+        folder / "triton",
+        http,
+        grpc_port,
+        metrics,
+        folder / "triton.log",
+        ("--model-control-mode", "explicit"),
+    )
+    url = f"127.0.0.1:{http}"
+    try:
+        wait_for(lambda: process.poll() is None and answers(url), 60, what="the reference Triton")
+        with DaemonProcess(folder / "edgebox", folder / "edgebox.log", explicit_control()) as ebx:
+            yield {"triton": (url, f"127.0.0.1:{grpc_port}"), "edgebox": (ebx.url, ebx.grpc_url)}
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -36,7 +36,7 @@ from tritonclient.grpc import service_pb2_grpc
 from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable, Unsupported
 from edgebox.protocol.access_policy import AccessPolicy
-from edgebox.protocol.audit import audited
+from edgebox.protocol.audit import audited, audited_load
 from edgebox.protocol.grpc import infer_codec, render, settings_codec
 from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
 from edgebox.protocol.grpc.error_map import status_of
@@ -48,6 +48,7 @@ from edgebox.protocol.grpc.stream_sink import (
     stream_error,
 )
 from edgebox.protocol.shared_memory import RegionLease, SharedMemoryRegistry
+from edgebox.repository.override_files import is_file_parameter
 from edgebox.repository_control import RepositoryControl
 from edgebox.responses import UNARY_REFUSAL_GRPC, DecoupledUnary
 
@@ -201,10 +202,10 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     async def RepositoryModelLoad(self, request, context):
         await self._admit("RepositoryModelLoad", context)
-        name, parameters = request.model_name, _repository_parameters(request.parameters)
-        peer = peer_address(context.peer())
-        work = functools.partial(self._repository_control.load_model, name, parameters)
-        await self._run(context, audited, "load", "grpc", peer, name, work)
+        name, peer = request.model_name, peer_address(context.peer())
+        decode = functools.partial(_load_parameters, request.parameters)
+        load = functools.partial(self._repository_control.load_model, name)
+        await self._run(context, audited_load, "grpc", peer, name, decode, load)
         return pb.RepositoryModelLoadResponse()
 
     async def RepositoryModelUnload(self, request, context):
@@ -378,6 +379,22 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                 "no CUDA IPC); send tensors in raw_input_contents"
             ),
         )
+
+
+def _load_parameters(entries) -> dict:
+    """A load's parameters, each of the type Triton's gRPC frontend requires:
+    ``config`` a string_param, every ``file:`` a bytes_param (its texts)."""
+    parameters = _repository_parameters(entries)
+    for key, parameter in entries.items():
+        choice = parameter.WhichOneof("parameter_choice")
+        expected = (
+            "string_param" if key == "config" else "bytes_param" if is_file_parameter(key) else None
+        )
+        if expected is not None and choice != expected:
+            raise InvalidArgument(
+                f"invalid value type for load parameter '{key}', expected {expected}."
+            )
+    return parameters
 
 
 def _repository_parameters(entries) -> dict:

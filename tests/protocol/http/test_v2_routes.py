@@ -801,12 +801,14 @@ def test_explicit_mode_errors(explicit_server):
         "no model folder 'nope' in the model repository"
     )
     response = server.call(
-        "POST", "/v2/repository/models/add_sub/load", b'{"parameters": {"file:1/model.onnx": "x"}}'
+        "POST",
+        "/v2/repository/models/add_sub/load",
+        b'{"parameters": {"file:1/model.onnx": "eA=="}}',
     )
     assert response.status == 400
     assert error_of(response) == (
-        "load 'add_sub': model files sent with the request (file:1/model.onnx) are not "
-        "supported; copy them into the repository and load by name"
+        "failed to load 'add_sub', failed to poll from model repository: "
+        "Load parameter 'config' must be specified for model file override"
     )
     response = server.call(
         "POST",
