@@ -103,9 +103,13 @@ test-appliance: $(STAMP) web-assets shellcheck
 		|| $(call apt_install,qemu-user-static binfmt-support)
 	EDGEBOX_APPLIANCE=1 EDGEBOX_APPLIANCE_ARM64=$(APPLIANCE_ARM64) $(PY) -m pytest -q tests/appliance
 
-bench: demo-models
+# BENCH_ARGS go to bench/run.py: BENCH_ARGS="--only perf-analyzer --quick".
+# Issue 22's part runs perf_analyzer against a real Triton 2.51 too where
+# .parity/ holds one (make test-parity installs it).
+BENCH_ARGS ?=
+bench: demo-models perf-analyzer
 	$(PY) -m pip install -q -r bench/requirements.txt
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 check: demo-models
 	$(VENV)/bin/edgebox check $(REPO)
