@@ -87,8 +87,9 @@ class PerfAnalyzer:
 
 def report_rows(path: Path) -> list[dict[str, float]]:
     """The rows of perf_analyzer's ``-f`` CSV, one per load level (a
-    concurrency or a request rate), numbers as floats; the client-metrics
-    block some versions append after a blank line is left out."""
+    concurrency or a request rate), numbers as floats. Only the first table:
+    anything after a blank line (the metrics table ``--collect-metrics``
+    adds) is left out."""
     text = Path(path).read_text()
     table = text.split("\n\n", 1)[0]
     return [
