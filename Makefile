@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck perf-analyzer
+.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck perf-analyzer test-perf-analyzer
 
 # Debian's packages, installed only when missing (as root in CI, else sudo);
 # `apt-get update` runs only when a first install attempt fails.
@@ -60,6 +60,12 @@ perf-analyzer: $(STAMP)
 	@dpkg -s libb64-0d >/dev/null 2>&1 || $(call apt_install,libb64-0d)
 	$(PY) scripts/perf_analyzer.py install
 
+# Opt-in, a few minutes: perf_analyzer in each of its usual modes against a
+# real daemon (tests/e2e/test_perf_analyzer_modes.py), beside the quick subset
+# `make test` runs (tests/e2e/test_perf_analyzer.py).
+test-perf-analyzer: perf-analyzer
+	EDGEBOX_PERF_ANALYZER=1 $(PY) -m pytest -q tests/e2e/test_perf_analyzer.py tests/e2e/test_perf_analyzer_modes.py
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check edgebox tests bench scripts
 
@@ -97,9 +103,13 @@ test-appliance: $(STAMP) web-assets shellcheck
 		|| $(call apt_install,qemu-user-static binfmt-support)
 	EDGEBOX_APPLIANCE=1 EDGEBOX_APPLIANCE_ARM64=$(APPLIANCE_ARM64) $(PY) -m pytest -q tests/appliance
 
-bench: demo-models
+# BENCH_ARGS go to bench/run.py: BENCH_ARGS="--only perf-analyzer --quick".
+# Issue 22's part runs perf_analyzer against a real Triton 2.51 too where
+# .parity/ holds one (make test-parity installs it).
+BENCH_ARGS ?=
+bench: demo-models perf-analyzer
 	$(PY) -m pip install -q -r bench/requirements.txt
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 check: demo-models
 	$(VENV)/bin/edgebox check $(REPO)

@@ -25,6 +25,9 @@ Then issue 13's sequence batcher against the same models without it
 Then issue 21's shadow rollout: the demo's ``lane_pipeline`` at a stream's
 pace with a shadow rollout of its detector running and without
 (``bench/shadow.py``, on two daemons of their own).
+Then issue 22's perf_analyzer: the same perf_analyzer command against edgebox
+and against a real Triton 2.51 where ``.parity/`` holds one
+(``bench/perf_analyzer.py``, on a daemon of its own).
 
     python bench/run.py                       # full run, about 5 minutes
     python bench/run.py --quick               # smoke run, under a minute
@@ -42,6 +45,7 @@ pace with a shadow rollout of its detector running and without
     python bench/run.py --only observers      # only lane c=8 with dashboard and metrics watching
     python bench/run.py --only sequence       # only sequence batching vs the same model without
     python bench/run.py --only shadow         # only lane_pipeline with a shadow rollout vs none
+    python bench/run.py --only perf-analyzer  # only perf_analyzer against edgebox and Triton 2.51
 
 Exits 1 when a target fails (unless ``--no-fail``). Results also go to
 ``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``, the
@@ -83,12 +87,15 @@ from bench import (  # noqa: E402
     transports,
 )
 from bench import mqtt as mqtt_bench  # noqa: E402
+from bench import perf_analyzer as perf_analyzer_bench  # noqa: E402
 from bench.cpu_time import process_cpu_s  # noqa: E402
 from bench.floors import DirectSession, SocketFloor  # noqa: E402
 from bench.latency import Round, Summary  # noqa: E402
 from bench.load import MinimalHttpLoad, TritonLoad  # noqa: E402
 from bench.workload import Workload, write_repository  # noqa: E402
 from daemon_process import DaemonProcess  # noqa: E402
+from scripts.perf_analyzer import PerfAnalyzer  # noqa: E402
+from scripts.triton_reference import Reference  # noqa: E402
 
 OUT = REPO_ROOT / "bench" / "out"
 MAX_CALLS = 200_000
@@ -130,6 +137,9 @@ class Plan:
     """Issue 21: rounds of the shadow rollout comparison, and seconds of
     frames per daemon per round."""
     shadow_s: float
+    perf_analyzer_rounds: int
+    """Issue 22: rounds of perf_analyzer runs, and its measurement window."""
+    perf_analyzer_window_ms: int
 
 
 FULL = Plan(
@@ -153,6 +163,8 @@ FULL = Plan(
     transport_s=0.5,
     shadow_rounds=5,
     shadow_s=10.0,
+    perf_analyzer_rounds=3,
+    perf_analyzer_window_ms=1000,
 )
 QUICK = Plan(
     rounds=3,
@@ -175,6 +187,8 @@ QUICK = Plan(
     transport_s=0.2,
     shadow_rounds=2,
     shadow_s=2.5,
+    perf_analyzer_rounds=1,
+    perf_analyzer_window_ms=300,
 )
 PARTS = (
     "issue2",
@@ -189,6 +203,7 @@ PARTS = (
     "observers",
     "sequence",
     "shadow",
+    "perf-analyzer",
 )
 
 
@@ -373,6 +388,22 @@ def main(argv: list[str] | None = None) -> int:
             OUT / "shadow", plan.shadow_rounds, plan.shadow_s, log=_progress
         )
         results["shadow"] = figures
+        targets += [Target(*t) for t in found]
+    if "perf-analyzer" in parts:
+        print(
+            f"\nissue 22: perf_analyzer against edgebox and Triton 2.51, "
+            f"{plan.perf_analyzer_rounds} rounds",
+            flush=True,
+        )
+        figures, found = perf_analyzer_bench.measure(
+            OUT / "perf_analyzer",
+            PerfAnalyzer(),
+            Reference(Path(os.environ.get("EDGEBOX_TRITON_HOME", REPO_ROOT / ".parity"))),
+            plan.perf_analyzer_rounds,
+            plan.perf_analyzer_window_ms,
+            log=_progress,
+        )
+        results["perf_analyzer"] = figures
         targets += [Target(*t) for t in found]
     for target in targets:
         print(f"{'PASS' if target.passed else 'FAIL'} {target.name}: {target.text}")

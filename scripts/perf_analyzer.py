@@ -15,7 +15,9 @@ apt (the Makefile target installs it).
 from __future__ import annotations
 
 import argparse
+import csv
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -81,6 +83,29 @@ class PerfAnalyzer:
             text=True,
             timeout=timeout_s,
         )
+
+
+def report_rows(path: Path) -> list[dict[str, float]]:
+    """The rows of perf_analyzer's ``-f`` CSV, one per load level (a
+    concurrency or a request rate), numbers as floats. Only the first table:
+    anything after a blank line (the metrics table ``--collect-metrics``
+    adds) is left out."""
+    text = Path(path).read_text()
+    table = text.split("\n\n", 1)[0]
+    return [
+        {key: float(value) for key, value in row.items() if key and value}
+        for row in csv.DictReader(table.splitlines())
+    ]
+
+
+_REQUEST_COUNT = re.compile(r"^\s*Request count: (\d+)\s*$", re.MULTILINE)
+
+
+def client_request_counts(output: str) -> list[int]:
+    """The client's ``Request count`` of each load level in perf_analyzer's
+    report: the requests it measured (warm-up and trials before the stable
+    windows are sent too, so a server counts at least their sum)."""
+    return [int(count) for count in _REQUEST_COUNT.findall(output)]
 
 
 def _download(requirement: str, folder: Path) -> Path:

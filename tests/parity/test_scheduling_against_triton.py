@@ -15,11 +15,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from parity.conftest import free_port
-from parity.test_differential import call
 
 from daemon_process import DaemonProcess, wait_for
 from model_fixtures import PYTHON_XY_CONFIG, PYTHON_XY_IDENTITY, write_model
+from parity.conftest import free_port
+from parity.test_differential import call
 from scripts.triton_reference import DEFAULT_HOME, Reference
 
 FLAGS = ("--rate-limit", "execution_count", "--rate-limit-resource", "R1:2")

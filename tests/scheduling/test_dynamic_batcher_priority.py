@@ -6,12 +6,12 @@ requests queue behind it one at a time, so their order is known."""
 from __future__ import annotations
 
 import pytest
-from scheduling.test_dynamic_batcher import batcher_for, request
 
 from daemon_process import wait_for
 from edgebox.errors import InvalidArgument, Unavailable
 from fakes.caller import Caller
 from fakes.gated_instance import FakeGatedInstance
+from scheduling.test_dynamic_batcher import batcher_for, request
 
 LEVELS = "priority_levels: 2 default_priority_level: {default} {extra}"
 
