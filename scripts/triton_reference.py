@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 PYTRITON = "nvidia-pytriton==0.7.0"
@@ -60,10 +61,18 @@ class Reference:
         return self.dist / "bin" / "tritonserver"
 
     def launch(
-        self, repository: Path, http_port: int, grpc_port: int, metrics_port: int, log: Path
+        self,
+        repository: Path,
+        http_port: int,
+        grpc_port: int,
+        metrics_port: int,
+        log: Path,
+        extra_args: Sequence[str] = (),
     ) -> subprocess.Popen:
         """The server on 127.0.0.1, explicit model control off (it loads the
-        whole repository, as edgebox's default poll mode does at start)."""
+        whole repository, as edgebox's default poll mode does at start);
+        ``extra_args`` follow the usual flags (``--cache-config local,size=N``:
+        the wheel ships Triton's local cache)."""
         env = dict(os.environ)
         env["PATH"] = f"{self.venv / 'bin'}:{env.get('PATH', '')}"
         libs = self._package().parent.parent / "nvidia_pytriton.libs"
@@ -92,6 +101,7 @@ class Reference:
             f"python,shm-region-prefix-name=parity{http_port}_",
             "--allow-gpu-metrics",
             "false",
+            *extra_args,
         ]
         handle = open(log, "wb")  # noqa: SIM115 - the child keeps it
         return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
