@@ -5,8 +5,9 @@ Triton hashes the model's name and version and each input's name and bytes
 (``TritonCache::Hash``, 64 bits). edgebox hashes more, so that two requests
 share an entry only when the model would answer both alike:
 
-- each input's datatype and shape, not only its bytes (Triton answers an
-  INT32 request from an FP32 one's entry when the bytes agree);
+- each input's datatype and shape, not only its bytes (Triton 2.51 answers
+  a ``[4, 1]`` request to a model with variable dimensions from the entry of
+  a ``[1, 4]`` one with the same bytes);
 - the outputs asked for, in order (Triton answers a request for OUTPUT1 alone
   with both outputs when the entry was made for both);
 - the request's parameters, which a python model can read, but for those
