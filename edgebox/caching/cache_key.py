@@ -5,6 +5,8 @@ Triton hashes the model's name and version and each input's name and bytes
 (``TritonCache::Hash``, 64 bits). edgebox hashes more, so that two requests
 share an entry only when the model would answer both alike:
 
+- what the version was loaded from, so a version reloaded with new files
+  (edgebox's poll mode, a repository load) starts with no entries;
 - each input's datatype and shape, not only its bytes (Triton 2.51 answers
   a ``[4, 1]`` request to a model with variable dimensions from the entry of
   a ``[1, 4]`` one with the same bytes);
@@ -39,12 +41,18 @@ computed, never what it is."""
 _COUNT = struct.Struct("<Q")
 
 
-def request_key(model_name: str, model_version: str, request: InferRequest) -> bytes:
+def request_key(
+    model_name: str, model_version: str, request: InferRequest, loaded_from: object = ()
+) -> bytes:
     """The cache key of ``request`` to version ``model_version`` (the version
-    that answers, never "" for the default) of ``model_name``."""
+    that answers, never "" for the default) of ``model_name``; ``loaded_from``
+    tells one load of that version from another (the lifecycle's config digest
+    and folder fingerprint), so a version reloaded from new files never
+    answers from the old files' entries."""
     digest = hashlib.blake2b(digest_size=32)
     _text(digest, model_name)
     _text(digest, model_version)
+    _text(digest, repr(loaded_from))
     inputs = sorted(request.inputs, key=lambda tensor: tensor.name)
     digest.update(_COUNT.pack(len(inputs)))
     for tensor in inputs:

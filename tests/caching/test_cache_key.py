@@ -116,3 +116,11 @@ def test_bytes_elements_keep_their_boundaries(first: list, second: list) -> None
 
     assert key(request(first), "text") != key(request(second), "text")
     assert key(request(first), "text") == key(request(list(first)), "text")
+
+
+def test_another_load_of_the_same_version_is_another_key() -> None:
+    request = add_sub_request()
+    first = request_key("add_sub", "1", request, ("digest-a", (1, 2)))
+    same = request_key("add_sub", "1", request, ("digest-a", (1, 2)))
+    reloaded = request_key("add_sub", "1", request, ("digest-b", (1, 3)))
+    assert first == same != reloaded

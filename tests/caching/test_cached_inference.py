@@ -249,3 +249,18 @@ def test_a_streamed_error_is_not_kept(cached_stack, tmp_path, cache):
     assert execute_counter.requests_seen["tens"] == 2
     assert cache.statistics().entries == 0
     assert phases(cached_stack, "tens").inference_stats.cache_miss.count == 2
+
+
+def test_a_version_reloaded_from_new_files_does_not_answer_from_the_old_ones(
+    cached_stack, tmp_path
+):
+    counting_model(tmp_path)
+    cached_stack.manager.load_model("tens")
+    cached_stack.dataplane.infer(x_request("tens", 1.0, 2.0))
+    model_py = tmp_path / "tens" / "1" / "model.py"
+    model_py.write_text(model_py.read_text().replace("x * 10", "x * 100"))
+    cached_stack.manager.load_model("tens")
+    answer = cached_stack.dataplane.infer(x_request("tens", 1.0, 2.0))
+
+    assert answer.output("Y").data.tolist() == [[100.0, 200.0]]
+    assert execute_counter.requests_seen["tens"] == 2
