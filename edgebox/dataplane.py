@@ -235,7 +235,7 @@ class DataPlane:
         """``request``'s cache key, the kept answer (a hit, counted) or None,
         and the nanoseconds the lookup took."""
         start = time.perf_counter_ns()
-        key = request_key(served.name, str(served.version), request)
+        key = request_key(served.name, str(served.version), request, served.source)
         answer = self._response_cache.lookup(key)
         if answer is None:
             return key, None, time.perf_counter_ns() - start
