@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 
 from edgebox.backends import BackendCatalog
+from edgebox.caching.response_cache import ResponseCache
 from edgebox.dashboard.deps import DashboardDeps
 from edgebox.dashboard.server import DashboardServer
 from edgebox.dataplane import DataPlane
@@ -106,11 +107,14 @@ class Daemon:
                 else None
             ),
         )
+        cache_bytes = settings.response_cache_bytes
+        self.response_cache = ResponseCache(cache_bytes) if cache_bytes else None
         self.dataplane = DataPlane(
             self.registry,
             strict_readiness=settings.strict_readiness,
             server_name=settings.server_name,
             result_tap=result_tap(self.bus) if settings.mqtt is not None else None,
+            response_cache=self.response_cache,
         )
         self.repository_control = RepositoryControl(
             self.registry,
@@ -217,6 +221,7 @@ class Daemon:
                 gpu=settings.allow_gpu_metrics,
                 cpu=settings.allow_cpu_metrics,
                 rollouts=self.rollouts,
+                response_cache=self.response_cache,
             ),
             address,
             settings.metrics_port,
@@ -240,6 +245,11 @@ class Daemon:
                 settings.mqtt.resolved_spool_path,
             )
         self.telemetry.start()
+        if self.response_cache is not None:
+            log.info(
+                "Response cache: local, %d bytes, for models with response_cache enabled",
+                self.response_cache.size_bytes,
+            )
         self._start_metrics()
         port = self.http.start()
         log.info("HTTP service listening on %s:%d", settings.host, port)

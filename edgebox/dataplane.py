@@ -22,6 +22,8 @@ from collections.abc import Callable
 import numpy as np
 
 from edgebox import __version__
+from edgebox.caching.cache_key import request_key
+from edgebox.caching.response_cache import ResponseCache
 from edgebox.dataplane_results import (
     ModelConfig,
     ModelMetadata,
@@ -66,8 +68,12 @@ class DataPlane:
         log_settings: LogSettings | None = None,
         result_tap: ResultTap | None = None,
         server_name: str = "edgebox",
+        response_cache: ResponseCache | None = None,
     ) -> None:
+        """``response_cache``: the daemon's cache (``cache_config``); None, no
+        model's answers are cached, whatever its config says (as in Triton)."""
         self._registry = registry
+        self._response_cache = response_cache
         self._server_name = server_name
         self._result_tap = result_tap
         self._log_settings = log_settings or LogSettings()
@@ -178,16 +184,65 @@ class DataPlane:
             # A request the model never saw is not the model's failure: Triton
             # counts neither success nor failure for it (tests/parity/).
             served.signature.check_request(request, served.where)
-            if served.observer is None:
-                response = served.scheduler.infer(request)
-            else:
+            if self._caches(served):
+                response = self._cached(served, request)
+            elif served.observer is not None:
                 response = _observed(served, request)
+            else:
+                response = served.scheduler.infer(request)
             response = _stamped(response, request, served)
             if from_client and self._result_tap is not None and _publishes(served):
                 self._result_tap(served, response)
             return response
         finally:
             served.exit()
+
+    def _caches(self, served: ServedModel) -> bool:
+        """Whether ``served``'s answers go through the response cache. Not
+        while a rollout observes the version, so the rollout judges the
+        model's own runs; nor for decoupled and sequence models, whose configs
+        are refused with ``response_cache`` anyway."""
+        return (
+            self._response_cache is not None
+            and served.observer is None
+            and not served.scheduler.decoupled
+            and _cache_enabled(served)
+        )
+
+    def _cached(self, served: ServedModel, request: InferRequest) -> InferResponse:
+        """The kept answer to an identical earlier request, or the model's
+        answer, then kept unless it is an error. Counted as Triton counts
+        them: a hit is a success with a ``cache_hit`` and nothing computed,
+        a miss adds ``cache_miss`` (lookup and insertion) to the run's own
+        figures."""
+        key, hit, lookup_ns = self._look_up(served, request)
+        if hit is not None:
+            return hit
+        statistics = served.scheduler.statistics
+        try:
+            response = served.scheduler.infer(request)
+        except BaseException:
+            statistics.record_cache_miss(lookup_ns)
+            raise
+        inserting = time.perf_counter_ns()
+        self._response_cache.insert(key, response)
+        statistics.record_cache_miss(lookup_ns + time.perf_counter_ns() - inserting)
+        return response
+
+    def _look_up(
+        self, served: ServedModel, request: InferRequest
+    ) -> tuple[bytes, InferResponse | None, int]:
+        """``request``'s cache key, the kept answer (a hit, counted) or None,
+        and the nanoseconds the lookup took."""
+        start = time.perf_counter_ns()
+        key = request_key(served.name, str(served.version), request, served.source)
+        answer = self._response_cache.lookup(key)
+        if answer is None:
+            return key, None, time.perf_counter_ns() - start
+        response = answer.response(request)
+        spent = time.perf_counter_ns() - start
+        served.scheduler.statistics.record_cache_hit(spent)
+        return key, response, spent
 
     def infer_stream(self, request: InferRequest, sink: ResponseSink) -> None:
         """Streaming inference (gRPC ModelStreamInfer, HTTP generate_stream):
@@ -212,6 +267,12 @@ class DataPlane:
         except EdgeboxError as exc:
             responses.send(exc, True)
             return
+        if self._caches(served):
+            key, hit, lookup_ns = self._look_up(served, request)
+            if hit is not None:
+                responses.send(hit, True)
+                return
+            responses.keep_final(self._response_cache, key, lookup_ns)
         try:
             served.scheduler.submit(request, responses)
         except Exception as exc:
@@ -257,7 +318,12 @@ class DataPlane:
                 for _, s in sorted(self._registry.served_versions(model).items())
             ]
         return [
-            VersionStatistics(s.name, str(s.version), s.scheduler.statistics.snapshot())
+            VersionStatistics(
+                s.name,
+                str(s.version),
+                s.scheduler.statistics.snapshot(),
+                _cache_enabled(s),
+            )
             for s in served_list
         ]
 
@@ -266,9 +332,20 @@ class _ServedResponses:
     """The dataplane's sink in front of a streamed request's own: stamps each
     response with the version that ran it (and classifies), tells a rollout's
     observer the final outcome, releases that version at the final, and
-    refuses a send after it (ResponseContractError)."""
+    refuses a send after it (ResponseContractError). With ``keep_final``, a
+    final answer is kept in the response cache before it is stamped."""
 
-    __slots__ = ("_observer", "_request", "_served", "_sink", "_started", "finished")
+    __slots__ = (
+        "_cache",
+        "_key",
+        "_lookup_ns",
+        "_observer",
+        "_request",
+        "_served",
+        "_sink",
+        "_started",
+        "finished",
+    )
 
     def __init__(self, sink: ResponseSink, request: InferRequest, served: ServedModel) -> None:
         self._sink = sink
@@ -276,13 +353,25 @@ class _ServedResponses:
         self._served = served
         self._observer = served.observer
         self._started = time.perf_counter() if self._observer is not None else 0.0
+        self._cache: ResponseCache | None = None
+        self._key = b""
+        self._lookup_ns = 0
         self.finished = False
+
+    def keep_final(self, cache: ResponseCache, key: bytes, lookup_ns: int) -> None:
+        """The request missed ``cache`` (a lookup of ``lookup_ns``): keep its
+        final answer under ``key``, and count the miss when it comes."""
+        self._cache = cache
+        self._key = key
+        self._lookup_ns = lookup_ns
 
     def send(self, response: Outcome, final: bool) -> None:
         if self.finished:
             raise ResponseContractError(
                 f"{self._served.where}: a response was sent after the final one"
             )
+        if final and self._cache is not None:
+            self._keep(response)
         if isinstance(response, InferResponse):
             try:
                 response = _stamped(response, self._request, self._served)
@@ -304,6 +393,13 @@ class _ServedResponses:
             self._sink.send(response, True)
         finally:
             self._served.exit()
+
+    def _keep(self, response: Outcome) -> None:
+        inserting = time.perf_counter_ns()
+        if isinstance(response, InferResponse):
+            self._cache.insert(self._key, response)
+        spent = self._lookup_ns + time.perf_counter_ns() - inserting
+        self._served.scheduler.statistics.record_cache_miss(spent)
 
 
 def _observed(served: ServedModel, request: InferRequest) -> InferResponse:
@@ -381,6 +477,11 @@ def _classify(response: InferResponse, request: InferRequest, served: ServedMode
                 result[row_index, column] = text.encode("utf-8")
         outputs.append(Tensor(tensor.name, "BYTES", result if batched else result[0]))
     response.outputs = outputs
+
+
+def _cache_enabled(served: ServedModel) -> bool:
+    config = served.config
+    return config is not None and config.response_cache.enable
 
 
 def _publishes(served: ServedModel) -> bool:

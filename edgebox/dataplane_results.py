@@ -82,6 +82,9 @@ class VersionStatistics:
     name: str
     version: str
     counts: StatisticsSnapshot
+    response_cache: bool = False
+    """The version's config enables ``response_cache`` (whether or not the
+    daemon has a cache): Triton exports its ``nv_cache_*_per_model`` series."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 PYTRITON = "nvidia-pytriton==0.7.0"
@@ -66,12 +67,12 @@ class Reference:
         grpc_port: int,
         metrics_port: int,
         log: Path,
-        extra_args: tuple[str, ...] = (),
+        extra_args: Sequence[str] = (),
     ) -> subprocess.Popen:
         """The server on 127.0.0.1, explicit model control off (it loads the
-        whole repository, as edgebox's default poll mode does at start) unless
-        ``extra_args`` says otherwise (``--model-control-mode explicit``); they go
-        last (``--rate-limit``, ``--exit-on-error=false``)."""
+        whole repository, as edgebox's default poll mode does at start);
+        ``extra_args`` follow the usual flags (``--cache-config local,size=N``:
+        the wheel ships Triton's local cache)."""
         env = dict(os.environ)
         env["PATH"] = f"{self.venv / 'bin'}:{env.get('PATH', '')}"
         libs = self._package().parent.parent / "nvidia_pytriton.libs"

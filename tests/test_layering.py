@@ -35,6 +35,14 @@ FORBIDDEN = {
         "edgebox.scheduling",
     ],
     "protocol": ["edgebox.backends", "edgebox.scheduling", "edgebox.lifecycle.manager"],
+    "caching": [
+        "edgebox.protocol",
+        "edgebox.dataplane",
+        "edgebox.lifecycle",
+        "edgebox.repository",
+        "edgebox.scheduling",
+        "edgebox.backends",
+    ],
 }
 
 
@@ -142,7 +150,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("repository",),
     ("backends",),
-    ("scheduling",),
+    ("scheduling", "caching"),
     ("lifecycle",),
     ("dataplane", "dataplane_results", "repository_control"),
     ("protocol", "engine_build"),

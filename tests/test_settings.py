@@ -654,3 +654,33 @@ def test_a_value_that_failed_is_not_judged_again_with_its_default(tmp_path: Path
         f"{config_file}:1: setting 'http_port': expected int, got 'eighty'",
         f"{config_file}:2: setting 'max_instances_total': must be >= 1, got 0",
     ]
+
+
+# ------------------------------------------------------------------ response cache
+
+
+def test_cache_config_from_flags_yaml_and_environment(tmp_path: Path) -> None:
+    from_flags = load_settings(
+        {"cache_config": ["local,size=1048576", "local,size=4096"]}, environ={}
+    )
+    assert from_flags.cache_config == ("local,size=1048576", "local,size=4096")
+    assert from_flags.response_cache_bytes == 4096
+    config_file = yaml_file(tmp_path, "cache_config: ['local,size=2048']\n")
+    assert load_settings({}, config_file=config_file, environ={}).response_cache_bytes == 2048
+    from_env = load_settings({}, environ={"EDGEBOX_CACHE_CONFIG": "local,size=8192"})
+    assert from_env.response_cache_bytes == 8192
+    assert Settings().response_cache_bytes == 0
+
+
+def test_a_cache_other_than_local_is_refused_naming_the_flag() -> None:
+    assert settings_error(flags={"cache_config": ["redis,host=10.0.0.1"]}) == (
+        "setting 'cache_config' from --cache-config: cache 'redis' in 'redis,host=10.0.0.1' "
+        "is not supported: edgebox has only Triton's 'local' cache ('local,size=<bytes>')"
+    )
+
+
+def test_a_bad_cache_size_is_refused_naming_the_variable() -> None:
+    assert settings_error(environ={"EDGEBOX_CACHE_CONFIG": "local,size=0"}) == (
+        "setting 'cache_config' from EDGEBOX_CACHE_CONFIG: the local cache's size must be "
+        "a positive number of bytes, got '0'"
+    )

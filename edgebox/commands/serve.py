@@ -5,7 +5,7 @@ Flags take Triton's names where Triton has the flag (``--model-repository``,
 ``--model-control-mode``, ``--repository-poll-secs``, ``--load-model``,
 ``--http-port``, ``--grpc-port``, ``--log-verbose``, ``--strict-readiness``,
 ``--exit-timeout-secs``, ``--http-restricted-api``, ``--grpc-restricted-protocol``,
-``--allow-metrics``, ``--metrics-address``, ``--allow-gpu-metrics``,
+``--cache-config``, ``--allow-metrics``, ``--metrics-address``, ``--allow-gpu-metrics``,
 ``--allow-cpu-metrics``), so a tritonserver command line mostly carries over.
 Every setting has a flag made from its declaration (``setting_flags``).
 """
@@ -37,6 +37,12 @@ _SERVE_SPECIAL_FLAGS: dict[str, dict[str, Any]] = {
         "metavar": "NAME:COUNT[:DEVICE]",
         "help": "as in Triton: copies of a rate limiter resource, per device or on DEVICE "
         "(repeatable)",
+    },
+    "cache_config": {
+        "action": "append",
+        "metavar": "<cache>,<key>=<value>",
+        "help": "as in Triton: the response cache, e.g. local,size=1048576 (repeatable; "
+        "only the local cache)",
     },
     "grpc_restricted_protocol": {
         "action": "append",

@@ -18,7 +18,8 @@ made cumulative, its ``_sum`` and ``_count`` the very figures behind
 so they agree within one scrape.
 
 The telemetry families are built in ``telemetry_families.py``, the
-rollout families in ``rollout_families.py``.
+rollout families in ``rollout_families.py``, the response cache's in
+``cache_families.py``.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/metrics.md
 """
 
@@ -42,6 +43,7 @@ from edgebox.dataplane_results import LATENCY_BUCKET_BOUNDS_US
 from edgebox.events.stream_status import StreamStatus
 from edgebox.lifecycle.states import ModelState
 from edgebox.log_limiter import LogLimiter
+from edgebox.metrics.cache_families import cache_families, per_model_cache_families
 from edgebox.metrics.exposition import TritonCounter
 from edgebox.metrics.rollout_families import RolloutSource, rollout_families
 from edgebox.metrics.telemetry_families import telemetry_families
@@ -49,6 +51,7 @@ from edgebox.mqtt.link_stats import MqttStats
 from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
 
 if TYPE_CHECKING:
+    from edgebox.caching.response_cache import ResponseCache
     from edgebox.dataplane import DataPlane
     from edgebox.events import EventBus
     from edgebox.repository_control import RepositoryControl
@@ -150,6 +153,7 @@ class MetricsCollector:
         gpu: bool = True,
         cpu: bool = True,
         rollouts: RolloutSource | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         """``gpu`` / ``cpu`` false leave the ``nv_gpu_*`` / ``nv_cpu_*``
         families out (``allow_gpu_metrics`` / ``allow_cpu_metrics``)."""
@@ -177,6 +181,10 @@ class MetricsCollector:
             parts.append(("the MQTT link", self._mqtt_metrics))
         if rollouts is not None:
             parts.append(("the rollouts", lambda: rollout_families(rollouts)))
+        if response_cache is not None:
+            parts.append(
+                ("the response cache", lambda: cache_families(response_cache.statistics()))
+            )
         if bus is not None:
             parts.append(("the event bus", self._bus_metrics))
         if custom is not None:
@@ -237,6 +245,7 @@ class MetricsCollector:
                 sum_value=entry.counts.inference_stats.success.ns / 1e9,
             )
         yield durations
+        yield from per_model_cache_families(statistics)
 
     def _models(self) -> Iterator[Metric]:
         family = GaugeMetricFamily(

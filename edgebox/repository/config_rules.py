@@ -76,6 +76,14 @@ def check_model_config(config) -> list[Problem]:
     if config.HasField("sequence_batching"):
         problems += check_sequence_batching(config)
     problems += check_scheduling(config)
+    if config.response_cache.enable and config.model_transaction_policy.decoupled:
+        problems.append(
+            (
+                "response_cache",
+                f"Response Cache does not currently support model '{config.name}' with "
+                "'decoupled' transaction policy. Please disable the response cache.",
+            )
+        )
     problems += _check_named_paths(config)
     problems += _check_passthrough(config)
     problems += [("parameters", problem) for problem in publishing_problems(config)]

@@ -100,8 +100,9 @@ class StatisticDuration:
 @dataclass(frozen=True)
 class InferStatistics:
     """Request-level phases. Counted per request, so a batch of three
-    requests adds three to each ``compute_*`` count. edgebox has no response
-    cache: ``cache_hit`` and ``cache_miss`` stay zero."""
+    requests adds three to each ``compute_*`` count. ``cache_hit`` and
+    ``cache_miss`` count response-cache lookups (``record_cache_hit``,
+    ``record_cache_miss``); they stay zero without a cache."""
 
     success: StatisticDuration
     fail: StatisticDuration
@@ -157,6 +158,8 @@ class ModelStatistics:
         self.compute_input = Duration()
         self.compute_infer = Duration()
         self.compute_output = Duration()
+        self.cache_hit = Duration()
+        self.cache_miss = Duration()
         self._batches: dict[int, _BatchStats] = {}
         self._latency_counts = [0] * (len(_LATENCY_BOUNDS_NS) + 1)
 
@@ -199,6 +202,25 @@ class ModelStatistics:
                 self._latency_counts[bucket] += 1
             self.last_inference_ms = time.time_ns() // 1_000_000
 
+    def record_cache_hit(self, ns: int) -> None:
+        """A request answered from the response cache in ``ns``: as in Triton
+        2.51, a success (its whole stay) with a queue count of no wait and a
+        cache hit, but no inference, execution or compute phase."""
+        bucket = bisect_left(_LATENCY_BOUNDS_NS, ns)
+        with self._lock:
+            self.success.add(ns)
+            self.queue.add(0)
+            self.cache_hit.add(ns)
+            self._latency_counts[bucket] += 1
+            self.last_inference_ms = time.time_ns() // 1_000_000
+
+    def record_cache_miss(self, ns: int) -> None:
+        """A lookup that found nothing, ``ns`` its lookup plus the insertion
+        of the answer (if one was kept); the run itself is recorded as any
+        request's."""
+        with self._lock:
+            self.cache_miss.add(ns)
+
     def snapshot(self) -> StatisticsSnapshot:
         """A consistent, frozen copy: later records do not change it."""
         with self._lock:
@@ -213,8 +235,8 @@ class ModelStatistics:
                     compute_input=self.compute_input.frozen(),
                     compute_infer=self.compute_infer.frozen(),
                     compute_output=self.compute_output.frozen(),
-                    cache_hit=StatisticDuration(),
-                    cache_miss=StatisticDuration(),
+                    cache_hit=self.cache_hit.frozen(),
+                    cache_miss=self.cache_miss.frozen(),
                 ),
                 batch_stats=tuple(
                     InferBatchStatistics(

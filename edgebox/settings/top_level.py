@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from edgebox.caching.cache_config import cache_size_bytes
 from edgebox.dashboard.settings import DashboardSettings
 from edgebox.lifecycle.limits import (
     DEFAULT_MAX_INSTANCES_PER_MODEL,
@@ -33,6 +34,8 @@ PYTHON_ISOLATION_MODES = ("in_process", "process")
 """The values of ``python_isolation`` (and of a model's ``EDGEBOX_ISOLATION``)."""
 _LOAD_LIMITS = ("max_warmup_requests", "max_instances_per_model", "max_instances_total")
 _RESTRICTION_GROUPS = ("http_restricted_api", "grpc_restricted_protocol")
+_ENTRY_LISTS = (*_RESTRICTION_GROUPS, "cache_config")
+"""Settings whose items hold commas, so text separates them by whitespace."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +156,14 @@ class Settings:
     that do not fit beside other models' with 503. One request's files are
     also bounded by ``max_request_bytes`` (over HTTP, base64 makes them a third
     larger). 0 refuses every load that carries files."""
+    cache_config: tuple[str, ...] = ()
+    """Triton's ``--cache-config`` entries, ``<cache>,<key>=<value>`` each
+    (repeat the flag; a key given twice keeps its last value). Only Triton's
+    ``local`` cache exists here: ``local,size=1048576`` keeps up to that many
+    bytes of answers in memory, shared by every model whose config has
+    ``response_cache { enable: true }``, least recently used evicted first.
+    None given: no cache, and such models run every request (as in Triton).
+    In the environment, entries are separated by whitespace."""
     strict_readiness: bool = False
     """Report ready only while every model has a ready version (Triton's default
     is true; an appliance with one broken model should still take traffic)."""
@@ -266,14 +277,20 @@ class Settings:
         return dict(getattr(self, "_sources", {}))
 
     @property
+    def response_cache_bytes(self) -> int:
+        """The response cache's size from ``cache_config``; 0: no cache."""
+        return cache_size_bytes(self.cache_config)
+
+    @property
     def resolved_metrics_address(self) -> str:
         """The address the metrics port binds: ``metrics_address``, else ``host``."""
         return self.metrics_address or self.host
 
     @classmethod
     def parse_field(cls, name: str, raw: Any, coerce: Callable[[Any], Any]) -> Any:
-        """Triton's ``API[,API...]:KEY=VALUE`` groups come as a list (flags,
-        YAML) or as text with groups separated by whitespace (a group holds
+        """Triton's ``API[,API...]:KEY=VALUE`` groups, ``--cache-config``
+        entries and ``--rate-limit-resource`` values come as a list (flags,
+        YAML) or as text with items separated by whitespace (an item holds
         commas), and are checked the way the daemon will read them; every
         other field is read by its type."""
         if name == "rate_limit_resource":
@@ -284,13 +301,16 @@ class Settings:
             for item in given:
                 ResourceGiven.parse(item)
             return given
-        if name not in _RESTRICTION_GROUPS:
+        if name not in _ENTRY_LISTS:
             return coerce(raw)
         groups = raw.split() if isinstance(raw, str) else raw
         if not isinstance(groups, (list, tuple)):
             groups = [groups]
         groups = tuple(str(group) for group in groups)
-        parse_restrictions(groups)
+        if name == "cache_config":
+            cache_size_bytes(groups)
+        else:
+            parse_restrictions(groups)
         return groups
 
     def problems(self) -> Iterator[tuple[str, str, tuple[str, ...]]]:

@@ -11,6 +11,7 @@ import shutil
 import socket
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -50,9 +51,28 @@ def repository(tmp_path_factory) -> Path:
     return write_parity_repository(tmp_path_factory.mktemp("parity") / "source")
 
 
+@dataclass(frozen=True)
+class Server:
+    url: str
+    """``host:port`` of its HTTP endpoint."""
+    metrics_url: str
+
+
 @pytest.fixture(scope="module")
-def triton(repository, tmp_path_factory):
-    """``host:port`` of the reference Triton's HTTP endpoint."""
+def triton_flags() -> list[str]:
+    """Flags after the reference Triton's usual ones; a module overrides it
+    (``--cache-config local,size=N``)."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def edgebox_flags() -> list[str]:
+    """Flags after edgebox's ``--model-control-mode none``; a module overrides it."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def triton_server(repository, tmp_path_factory, triton_flags) -> Server:
     reference = Reference(Path(os.environ.get("EDGEBOX_TRITON_HOME", DEFAULT_HOME)))
     if not reference.installed():
         pytest.fail("the reference Triton is not installed: run `make test-parity`")
@@ -60,25 +80,37 @@ def triton(repository, tmp_path_factory):
     served = folder / "models"
     shutil.copytree(repository, served)
     http, grpc, metrics = free_port(), free_port(), free_port()
-    process = reference.launch(served, http, grpc, metrics, folder / "triton.log")
+    process = reference.launch(served, http, grpc, metrics, folder / "triton.log", triton_flags)
     url = f"127.0.0.1:{http}"
     try:
         wait_for(lambda: process.poll() is None and answers(url), 60, what="the reference Triton")
-        yield url
+        yield Server(url, f"127.0.0.1:{metrics}")
     finally:
         process.terminate()
         process.wait(30)
 
 
 @pytest.fixture(scope="module")
-def edgebox(repository, tmp_path_factory):
-    """``host:port`` of edgebox's HTTP endpoint, started as Triton is (every
-    model at start, no model control)."""
+def triton(triton_server) -> str:
+    """``host:port`` of the reference Triton's HTTP endpoint."""
+    return triton_server.url
+
+
+@pytest.fixture(scope="module")
+def edgebox_server(repository, tmp_path_factory, edgebox_flags) -> Server:
+    """edgebox started as Triton is (every model at start, no model control)."""
     folder = tmp_path_factory.mktemp("edgebox")
     served = folder / "models"
     shutil.copytree(repository, served)
-    with DaemonProcess(served, folder / "daemon.log", ["--model-control-mode", "none"]) as daemon:
-        yield daemon.url
+    flags = ["--model-control-mode", "none", *edgebox_flags]
+    with DaemonProcess(served, folder / "daemon.log", flags) as daemon:
+        yield Server(daemon.url, daemon.metrics_url)
+
+
+@pytest.fixture(scope="module")
+def edgebox(edgebox_server) -> str:
+    """``host:port`` of edgebox's HTTP endpoint."""
+    return edgebox_server.url
 
 
 @pytest.fixture(scope="module")

@@ -847,3 +847,23 @@ def test_load_request_config_is_held_to_the_same_rules(tmp_path: Path) -> None:
         "model folder"
     )
     assert info.value.code is ErrorCode.INVALID_ARG
+
+
+def test_response_cache_on_a_decoupled_model_is_refused_with_tritons_words(
+    tmp_path: Path,
+) -> None:
+    path, problems = problems_of(
+        tmp_path,
+        """
+        name: "m"
+        backend: "python"
+        input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]
+        output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]
+        model_transaction_policy { decoupled: true }
+        response_cache { enable: true }
+        """,
+    )
+    assert problems == [
+        f"{path}:6:1: Response Cache does not currently support model 'm' with 'decoupled' "
+        "transaction policy. Please disable the response cache."
+    ]

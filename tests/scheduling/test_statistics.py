@@ -151,3 +151,23 @@ def test_overflow_quantile_reads_the_last_bound_and_histograms_combine():
     assert both.count == 2
     assert _within_one_bucket(both.quantile_us(0.5), 1_000.0)
     assert LatencyHistogram.combined([]).quantile_us(0.5) is None
+
+
+def test_a_cache_hit_is_a_success_with_no_wait_and_nothing_computed():
+    statistics = ModelStatistics()
+    statistics.record_execution(1, 1, input_ns=1, infer_ns=7, output_ns=2)
+    statistics.record_request(True, 900, queue_ns=50)
+    statistics.record_cache_miss(30)
+    statistics.record_cache_hit(40)
+
+    snapshot = statistics.snapshot()
+
+    phases = snapshot.inference_stats
+    assert (snapshot.inference_count, snapshot.execution_count) == (1, 1)
+    assert phases.success == StatisticDuration(2, 940)
+    assert phases.queue == StatisticDuration(2, 50)
+    assert phases.cache_hit == StatisticDuration(1, 40)
+    assert phases.cache_miss == StatisticDuration(1, 30)
+    assert phases.compute_infer == StatisticDuration(1, 7)
+    assert snapshot.request_latency.count == 2
+    assert snapshot.batch_stats[0].compute_infer == StatisticDuration(1, 7)
