@@ -7,7 +7,12 @@ the reference Triton from PyPI's ``nvidia-pytriton`` has no ONNX Runtime
 backend, tests/perf_analyzer_runs.py). Cells: HTTP and gRPC at concurrency
 1 and 8, gRPC streaming at 8, and HTTP with system shared memory at 1. Every
 cell but the shared-memory one sends real data whose answers perf_analyzer
-checks (``validation_data``); every run must exit 0 with no error.
+checks (``validation_data``); every run must exit 0 with no error. The
+``cache hits`` cells send the same data to ``simple_cached`` (``simple`` with
+``response_cache { enable: true }``) on servers started with
+``--cache-config local,size=CACHE_BYTES``: after the first request every one
+is answered from Triton's response cache (edgebox's own, issue 22), so they
+measure the hit path against Triton's, and against edgebox running ``simple``.
 
 Rounds are interleaved: each round runs every (cell, server) once, the order
 rotated each round; each run is perf_analyzer's own measurement (three
@@ -34,13 +39,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from daemon_process import DaemonProcess, wait_for
-from perf_analyzer_runs import add_simple
+from model_fixtures import write_model
+from perf_analyzer_runs import SIMPLE_CONFIG, SIMPLE_PY, add_simple
 from scripts.perf_analyzer import PerfAnalyzer, report_rows
 from scripts.triton_reference import Reference
 
 P50_TARGET = 1.5
 RATE_TARGET = 0.67
 RUN_TIMEOUT_S = 120
+CACHE_BYTES = 16 * 1024 * 1024
+CACHE_FLAGS = ("--cache-config", f"local,size={CACHE_BYTES}")
 METRICS = ("Inferences/Second", "p50 latency", "p99 latency")
 
 VALUES = list(range(-8, 8))
@@ -62,6 +70,7 @@ class Cell:
     concurrency: int
     flags: tuple[str, ...] = ()
     validated: bool = True
+    model: str = "simple"
 
 
 CELLS = (
@@ -71,6 +80,8 @@ CELLS = (
     Cell("grpc c=8", "grpc", 8),
     Cell("grpc streaming c=8", "grpc", 8, ("--streaming",)),
     Cell("http shm c=1", "http", 1, ("--shared-memory", "system"), validated=False),
+    Cell("http c=1 cache hits", "http", 1, model="simple_cached"),
+    Cell("grpc c=1 cache hits", "grpc", 1, model="simple_cached"),
 )
 
 
@@ -109,10 +120,17 @@ def measure(
         shutil.rmtree(folder)
     source = folder / "source"
     add_simple(source)
+    cached = SIMPLE_CONFIG.replace('name: "simple"', 'name: "simple_cached"')
+    write_model(
+        source,
+        "simple_cached",
+        cached + "response_cache { enable: true }\n",
+        {"1/model.py": SIMPLE_PY},
+    )
     data = folder / "data.json"
     data.write_text(json.dumps(DATA))
     shutil.copytree(source, folder / "edgebox")
-    daemon = DaemonProcess(folder / "edgebox", folder / "daemon.log", [])
+    daemon = DaemonProcess(folder / "edgebox", folder / "daemon.log", list(CACHE_FLAGS))
     triton = None
     try:
         daemon.start()
@@ -152,7 +170,9 @@ def _round_p50(runs: dict, cell: Cell, servers: list[Server]) -> str:
 
 def _launch(reference: Reference, folder: Path) -> tuple[subprocess.Popen, Server]:
     http, grpc, metrics = _free_port(), _free_port(), _free_port()
-    process = reference.launch(folder / "triton", http, grpc, metrics, folder / "triton.log")
+    process = reference.launch(
+        folder / "triton", http, grpc, metrics, folder / "triton.log", CACHE_FLAGS
+    )
     server = Server("triton", f"127.0.0.1:{http}", f"127.0.0.1:{grpc}")
     try:
         wait_for(lambda: process.poll() is None and _ready(server.http), 90, what="Triton")
@@ -182,7 +202,7 @@ def _run(
     """perf_analyzer's row for one run; raises with its report when a request
     failed or an answer was wrong."""
     url = server.http if cell.protocol == "http" else server.grpc
-    args = ["-m", "simple", "-u", url, "-i", cell.protocol, *cell.flags]
+    args = ["-m", cell.model, "-u", url, "-i", cell.protocol, *cell.flags]
     args += ["--concurrency-range", str(cell.concurrency), "-p", str(window_ms)]
     args += ["-s", "1000", "-r", "5", "-f", str(csv)]
     args += ["--input-data", str(data)] if cell.validated else []
@@ -219,6 +239,15 @@ def _report(names: list[str], runs: dict[tuple[str, str], Runs], log) -> tuple[d
             entry["edgebox_over_triton"] = {k: round(v, 3) for k, v in ratios.items()}
             targets.append(_target(cell, entry, ratios))
         figures[cell.label] = entry
+    figures["cache_hit_over_run"] = {}
+    for protocol in ("http", "grpc"):
+        hits, runs_ = (
+            runs[(f"{protocol} c=1 cache hits", "edgebox")],
+            runs[(f"{protocol} c=1", "edgebox")],
+        )
+        ratio = _paired(hits, runs_, "p50 latency")
+        figures["cache_hit_over_run"][protocol] = round(ratio, 3)
+        log(f"edgebox {protocol} c=1: p50 of a cache hit / of running simple = {ratio:.2f}")
     if "triton" in names:
         log("ratios: median over rounds of edgebox / Triton in the same round")
         for cell in CELLS:
