@@ -319,3 +319,36 @@ def test_a_load_with_files_is_behind_the_control_apis_rules(
             headers={"admin-key": "s3cret-value"},
         )
         assert adds_and_subtracts(httpclient, client, "allowed")
+
+
+@pytest.mark.parametrize("transport", ["http", "grpc"])
+def test_the_model_control_examples_steps_pass(daemon, http_client, grpc_client, transport):
+    """NVIDIA's simple_{http,grpc}_model_control.py, step by step on add_sub:
+    load, an override that is not JSON refused with "failed to load", one
+    that is changes max_batch_size, unload, a file path component past
+    NAME_MAX refused with "Invalid file path" while the server stays live,
+    and a model that does not exist refused with "failed to load". (The
+    gRPC example reads that text from ``e.status()``, where tritonclient
+    puts the status code: the check fails against any server, Triton's too,
+    so the text is read from the message here.)"""
+    client = http_client if transport == "http" else grpc_client
+    client.load_model("add_sub")
+    assert client.is_model_ready("add_sub")
+    with pytest.raises(InferenceServerException) as bad_config:
+        client.load_model("add_sub", config='"parameters": {"config": {{"max_batch_size": "16"}}}')
+    assert "failed to load" in bad_config.value.message()
+    client.load_model("add_sub", config='{"max_batch_size":"16"}')
+    config = client.get_model_config("add_sub")
+    max_batch_size = (
+        config["max_batch_size"] if transport == "http" else config.config.max_batch_size
+    )
+    assert max_batch_size == 16
+    client.unload_model("add_sub")
+    assert not client.is_model_ready("add_sub")
+    with pytest.raises(InferenceServerException) as long_name:
+        client.load_model("add_sub", config="{}", files={"file:" + "A" * 256: b"a"})
+    assert "Invalid file path" in long_name.value.message()
+    assert client.is_server_live()
+    with pytest.raises(InferenceServerException) as missing:
+        client.load_model("wrong_model_name")
+    assert "failed to load" in missing.value.message()
