@@ -1,0 +1,1 @@
+"""The fleet agent: signed desired state over MQTT, reconciled on the device (docs/fleet.md)."""
