@@ -100,9 +100,7 @@ def test_a_missing_group_and_no_keys_are_each_named(tmp_path: Path) -> None:
         "setting 'fleet.group' (default): required: the fleet group whose desired state "
         "this device follows" in message
     )
-    assert (
-        "setting 'fleet.trusted_keys' (default): needs at least one public key file" in message
-    )
+    assert "setting 'fleet.trusted_keys' (default): needs at least one public key file" in message
 
 
 @pytest.mark.parametrize("group", ["line/3", "+", "-dash-first", "a" * 65, "line 3"])
@@ -165,9 +163,7 @@ def test_artifact_max_mb_must_be_a_positive_number(key_file: Path, size: str) ->
 
 def test_a_download_dir_that_is_a_file_is_refused(key_file: Path) -> None:
     fleet = FleetSettings(group="g", trusted_keys=(key_file,), download_dir=key_file)
-    assert list(fleet.problems()) == [
-        ("download_dir", f"'{key_file}' exists and is not a folder")
-    ]
+    assert list(fleet.problems()) == [("download_dir", f"'{key_file}' exists and is not a folder")]
 
 
 def test_fleet_without_mqtt_is_refused_naming_where_fleet_was_given(
