@@ -156,6 +156,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("protocol", "engine_build"),
     ("telemetry", "streams"),
     ("mqtt",),
+    ("fleet",),
     ("metrics", "dashboard"),
     (
         "settings",
