@@ -11,17 +11,10 @@ from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from edgebox.fleet import document
 from edgebox.fleet.figures import FleetSnapshot
 
-MODEL_STATES = (
-    "downloading",
-    "verifying",
-    "rolling_out",
-    "serving",
-    "rejected",
-    "failed",
-    "not_targeted",
-)
+MODEL_STATES = document.MODEL_STATES
 """Every state gets a series per model (1 for the current one, 0 for the
 others), so a state a model leaves drops to 0 instead of going stale."""
 
