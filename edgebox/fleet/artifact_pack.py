@@ -49,7 +49,7 @@ def pack(version_dir: Path, out: Path) -> Packed:
     out = Path(out)
     if not version_dir.is_dir() or version_dir.is_symlink():
         raise InvalidArgument(f"version folder '{version_dir}': not a folder")
-    entries = list(_entries(version_dir, ""))
+    entries = list(_entries(version_dir, version_dir, ""))
     if not any(not is_dir for _, _, is_dir in entries):
         raise InvalidArgument(f"version folder '{version_dir}': holds no files to pack")
     resolved_out = out.resolve()
@@ -73,7 +73,7 @@ def pack(version_dir: Path, out: Path) -> Packed:
     return Packed(out, digest, size)
 
 
-def _entries(folder: Path, prefix: str):
+def _entries(root: Path, folder: Path, prefix: str):
     """(path on disk, name in the archive, is a folder), depth first, sorted by name."""
     with os.scandir(folder) as scan:
         children = sorted(scan, key=lambda entry: entry.name)
@@ -84,14 +84,14 @@ def _entries(folder: Path, prefix: str):
             if entry.name in SKIPPED_FOLDERS:
                 continue
             yield Path(entry.path), name, True
-            yield from _entries(Path(entry.path), f"{name}/")
+            yield from _entries(root, Path(entry.path), f"{name}/")
         elif stat.S_ISREG(mode):
             if entry.name.endswith(SKIPPED_SUFFIXES):
                 continue
             yield Path(entry.path), name, False
         else:
             raise InvalidArgument(
-                f"version folder '{folder}': '{name}' is {_kind(mode)}; "
+                f"version folder '{root}': '{name}' is {_kind(mode)}; "
                 "an artifact holds regular files and folders only"
             )
 

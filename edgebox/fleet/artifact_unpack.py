@@ -31,14 +31,15 @@ import tarfile
 import zlib
 from pathlib import Path
 
-from edgebox.errors import EdgeboxError
+from edgebox.errors import EdgeboxError, ErrorCode
 from edgebox.fleet.artifact_errors import ArtifactRejected
 
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 DEFAULT_MAX_MEMBERS = 10_000
-_HEADER_ALLOWANCE = 64 * 1024
-"""Decompressed bytes allowed per member on top of its contents: headers,
-padding and PAX records are small for any honest archive."""
+_HEADER_ALLOWANCE = 16 * 1024
+"""Decompressed bytes allowed per member on top of its contents: a header, a
+PAX record with a path up to PATH_MAX, and padding fit in it with room to spare."""
+_TRAILER_ALLOWANCE = 1024 * 1024
 _CHUNK = 1 << 20
 _FORBIDDEN_BITS = ((stat.S_ISUID, "setuid"), (stat.S_ISGID, "setgid"), (stat.S_ISVTX, "sticky"))
 
@@ -56,7 +57,9 @@ def unpack(
     into = Path(into)
     where = f"artifact '{archive.name}'"
     if os.path.lexists(into):
-        raise ArtifactRejected(f"{where}: cannot unpack into '{into}': it exists already")
+        raise EdgeboxError(
+            f"{where}: cannot unpack into '{into}': it exists already", ErrorCode.ALREADY_EXISTS
+        )
     staging = into.with_name(f".{into.name}.{secrets.token_hex(4)}.unpacking")
     try:
         staging.mkdir(mode=0o700)
@@ -65,7 +68,8 @@ def unpack(
     try:
         with open(archive, "rb") as raw:
             zipped = gzip.GzipFile(fileobj=raw, mode="rb")
-            capped = _CappedReader(zipped, max_bytes + max_members * _HEADER_ALLOWANCE, where)
+            limit = max_bytes + max_members * _HEADER_ALLOWANCE + _TRAILER_ALLOWANCE
+            capped = _CappedReader(zipped, limit, where)
             _extract(capped, staging, where, max_bytes, max_members)
         os.chmod(staging, 0o755)
         os.rename(staging, into)
