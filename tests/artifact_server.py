@@ -10,6 +10,8 @@ servers do, one path at a time:
   (a link that breaks mid-download);
 - ``omit_length(name)``: responses for ``name`` carry no Content-Length and end
   by closing the connection (a server that streams);
+- ``ignore_range(name)``: answer every request for ``name`` 200 with the whole
+  file, as a server without Range support does;
 - ``redirect(name, location)``: answer 302 to ``location``.
 
 It records what it saw: ``requests(name)`` (the Range header and status of
@@ -98,6 +100,7 @@ class ArtifactServer:
         self._lock = threading.Lock()
         self._cuts: dict[str, int] = {}
         self._no_length: set[str] = set()
+        self._no_range: set[str] = set()
         self._redirects: dict[str, str] = {}
         self._requests: dict[str, list[SeenRequest]] = {}
         self._bytes_sent: dict[str, int] = {}
@@ -112,7 +115,10 @@ class ArtifactServer:
             context.load_cert_chain(self._tls.certificate, self._tls.private_key)
             httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        # shutdown() waits for the loop's next poll: a short one keeps teardown short.
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -145,6 +151,10 @@ class ArtifactServer:
     def omit_length(self, name: str) -> None:
         with self._lock:
             self._no_length.add(name)
+
+    def ignore_range(self, name: str) -> None:
+        with self._lock:
+            self._no_range.add(name)
 
     def redirect(self, name: str, location: str) -> None:
         with self._lock:
@@ -181,6 +191,7 @@ def _handler_for(server: ArtifactServer) -> type[BaseHTTPRequestHandler]:
             range_header = self.headers.get("Range")
             with server._lock:
                 location = server._redirects.get(name)
+                honour_range = name not in server._no_range
             if location is not None:
                 server._plan(name, range_header, 302)
                 self.send_response(302)
@@ -194,7 +205,7 @@ def _handler_for(server: ArtifactServer) -> type[BaseHTTPRequestHandler]:
                 self.send_error(404)
                 return
             data = path.read_bytes()
-            start = _range_start(range_header)
+            start = _range_start(range_header) if honour_range else None
             if start is not None and start >= len(data):
                 server._plan(name, range_header, 416)
                 self.send_response(416)

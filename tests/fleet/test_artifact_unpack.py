@@ -182,7 +182,9 @@ def test_existing_target_is_not_touched(tmp_path):
 
 def test_not_a_tar_gz_is_refused(tmp_path):
     (tmp_path / "junk.tar.gz").write_bytes(gzip.compress(b"not a tar at all" * 100))
-    with pytest.raises(ArtifactRejected, match=r"^artifact 'junk\.tar\.gz': not a readable tar\.gz"):
+    with pytest.raises(
+        ArtifactRejected, match=r"^artifact 'junk\.tar\.gz': not a readable tar\.gz"
+    ):
         unpack(tmp_path / "junk.tar.gz", tmp_path / "out")
     (tmp_path / "plain").write_bytes(b"plain bytes")
     with pytest.raises(ArtifactRejected, match=r"^artifact 'plain': not a readable tar\.gz"):
