@@ -263,3 +263,18 @@ def test_download_dir_path_is_the_only_place_written(store, tmp_path):
     got = download(wanted(server, "lane-7.tar.gz", payload), tmp_path / "dl", CAP, None)
     after = set(Path(tmp_path).rglob("*"))
     assert after - before == {tmp_path / "dl", got.path}
+
+
+def test_past_the_deadline_the_bytes_are_kept_for_the_next_try(store, tmp_path):
+    server, payload = store
+    artifact = wanted(server, "lane-7.tar.gz", payload)
+
+    with pytest.raises(ArtifactUnavailable) as late:
+        download(artifact, tmp_path / "dl", CAP, None, deadline_s=0)
+
+    assert str(late.value) == (
+        f"artifact '{artifact.url}': past the download deadline; "
+        f"0 of {len(payload)} bytes kept for the next try"
+    )
+    assert (tmp_path / "dl" / f"{artifact.sha256}.part").exists()
+    assert download(artifact, tmp_path / "dl", CAP, None).path.read_bytes() == payload
