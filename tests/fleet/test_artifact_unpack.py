@@ -190,3 +190,13 @@ def test_not_a_tar_gz_is_refused(tmp_path):
     with pytest.raises(ArtifactRejected, match=r"^artifact 'plain': not a readable tar\.gz"):
         unpack(tmp_path / "plain", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_modes_are_normalised_whatever_the_archive_says(tmp_path):
+    archive = hostile_archive(
+        tmp_path / "modes.tar.gz",
+        [regular("private", mode=0o600), regular("writable_tool", mode=0o777)],
+    )
+    unpack(archive, tmp_path / "out")
+    assert stat.S_IMODE((tmp_path / "out" / "private").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "out" / "writable_tool").stat().st_mode) == 0o755
