@@ -5,24 +5,15 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from artifact_server import ArtifactServer, SeenRequest, self_signed_certificate
 
 from edgebox.fleet.artifacts import ArtifactRejected, ArtifactUnavailable, download
+from edgebox.fleet.document import Artifact
 
 CAP = 10 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Wanted:
-    """Shaped as edgebox.fleet.document.Artifact."""
-
-    url: str
-    sha256: str
-    size: int
 
 
 @pytest.fixture
@@ -35,14 +26,14 @@ def store(tmp_path):
         yield server, payload
 
 
-def wanted(server: ArtifactServer, name: str, payload: bytes, **changes) -> Wanted:
+def wanted(server: ArtifactServer, name: str, payload: bytes, **changes) -> Artifact:
     fields = {
         "url": server.url(name),
         "sha256": hashlib.sha256(payload).hexdigest(),
         "size": len(payload),
     }
     fields.update(changes)
-    return Wanted(**fields)
+    return Artifact(**fields)
 
 
 def test_download_verifies_and_renames_to_the_sha256(store, tmp_path):

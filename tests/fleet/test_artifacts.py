@@ -8,6 +8,7 @@ import os
 from artifact_server import ArtifactServer
 
 from edgebox.fleet.artifacts import download, pack, unpack
+from edgebox.fleet.document import Artifact
 
 
 def test_packed_version_arrives_unpacked_with_the_same_files(tmp_path):
@@ -20,7 +21,7 @@ def test_packed_version_arrives_unpacked_with_the_same_files(tmp_path):
     packed = pack(source, store / "lane_detector-7.tar.gz")
 
     with ArtifactServer(store) as server:
-        artifact = _Artifact(server.url("lane_detector-7.tar.gz"), packed.sha256, packed.size)
+        artifact = Artifact(server.url("lane_detector-7.tar.gz"), packed.sha256, packed.size)
         got = download(artifact, tmp_path / "device" / "fleet", 1 << 20, None)
     unpack(got.path, tmp_path / "device" / "unpacked")
 
@@ -32,8 +33,3 @@ def test_packed_version_arrives_unpacked_with_the_same_files(tmp_path):
     ]
     for name in ("model.onnx", "assets/labels.txt"):
         assert (out / name).read_bytes() == (source / name).read_bytes()
-
-
-class _Artifact:
-    def __init__(self, url: str, sha256: str, size: int) -> None:
-        self.url, self.sha256, self.size = url, sha256, size
