@@ -29,6 +29,9 @@ from edgebox.dashboard.server import DashboardServer
 from edgebox.dataplane import DataPlane
 from edgebox.devices import gpu_ids
 from edgebox.events import EventBus
+from edgebox.fleet.agent import FleetAgent
+from edgebox.fleet.figures import FleetFigures
+from edgebox.fleet.wiring import build_agent
 from edgebox.lifecycle.limits import LoadLimits, default_max_threads_per_instance
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
@@ -145,6 +148,19 @@ class Daemon:
             self.mqtt = build_forwarder(
                 settings.mqtt, self.bus, self.registry, settings.streams, self._stream_states
             )
+        self.fleet: FleetAgent | None = None
+        self.fleet_figures: FleetFigures | None = None
+        if settings.fleet is not None and self.mqtt is not None:
+            self.fleet, self.fleet_figures, topic = build_agent(
+                settings.fleet,
+                settings.mqtt,
+                settings.model_repository,
+                settings.state_directory,
+                self.registry,
+                self.rollouts,
+                self.bus,
+            )
+            self.mqtt.subscribe(topic, self.fleet.offer)
         telemetry = settings.telemetry
         self.telemetry = Telemetry(
             open_source(telemetry.source, telemetry.sysfs_root),
@@ -222,6 +238,7 @@ class Daemon:
                 cpu=settings.allow_cpu_metrics,
                 rollouts=self.rollouts,
                 response_cache=self.response_cache,
+                fleet=self.fleet_figures,
             ),
             address,
             settings.metrics_port,
@@ -281,6 +298,13 @@ class Daemon:
             )
             self.poller.prime()
             self.poller.start()
+        if self.fleet is not None:
+            self.fleet.start()
+            log.info(
+                "Fleet: device '%s' in group '%s'",
+                self.settings.mqtt.resolved_device_id,
+                self.settings.fleet.group,
+            )
         self.dataplane.mark_started()
         self.streams.start()
         log.info("edgebox ready (model control mode '%s')", mode)
@@ -381,6 +405,8 @@ class Daemon:
         notify("STOPPING=1")
         deadline = time.monotonic() + self.settings.exit_timeout_secs
         self.manager.stop_loading()
+        if self.fleet is not None:
+            self.fleet.stop(min(5.0, self.settings.exit_timeout_secs / 4))
         if self.dashboard is not None and not self.dashboard.stop(
             min(2.0, self.settings.exit_timeout_secs / 4)
         ):

@@ -121,9 +121,23 @@ class FleetAgent:
     # -- the daemon -------------------------------------------------------------
 
     def start(self) -> None:
+        self._sweep()
         self._resume()
         self._thread = threading.Thread(target=self._run, name="fleet-agent", daemon=True)
         self._thread.start()
+
+    def _sweep(self) -> None:
+        """Unpacked folders left by a pass cut short (a crash, a power cut):
+        never published, so only disk to give back. Partial downloads stay,
+        to be resumed."""
+        folder = self._setup.download_dir
+        if not folder.is_dir():
+            return
+        for entry in folder.iterdir():
+            if entry.is_dir() and (
+                entry.name.startswith("unpacked-") or entry.name.endswith(".unpacking")
+            ):
+                shutil.rmtree(entry, ignore_errors=True)
 
     def stop(self, timeout_s: float = 10.0) -> None:
         with self._wake:
@@ -328,7 +342,7 @@ class FleetAgent:
             downloaded = artifacts.download(
                 wanted.artifact, setup.download_dir, setup.max_artifact_bytes, setup.ca_file
             )
-        except artifacts.ArtifactRefused as exc:
+        except artifacts.ArtifactRejected as exc:
             progress.final = True
             self._refuse_artifact(wanted, str(exc))
             return "failed", str(exc)

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from edgebox.errors import InvalidArgument
+from edgebox.fleet.signing import load_public_key
 from edgebox.mqtt.settings import topic_level_problem
 
 DEFAULT_DOWNLOAD_DIR = Path("/var/lib/edgebox/fleet")
@@ -72,7 +74,7 @@ class FleetSettings:
                 "needs at least one public key file (edgebox fleet keygen writes KEY.pub)",
             )
         for path in self.trusted_keys:
-            if problem := _unreadable(path):
+            if problem := _unreadable(path) or _not_a_public_key(path):
                 yield "trusted_keys", problem
         if not self.artifact_max_mb > 0:
             yield "artifact_max_mb", f"expected a number > 0, got {self.artifact_max_mb}"
@@ -80,6 +82,14 @@ class FleetSettings:
             yield "download_dir", f"'{self.download_dir}' exists and is not a folder"
         if self.ca_file is not None and (problem := _unreadable(self.ca_file)):
             yield "ca_file", problem
+
+
+def _not_a_public_key(path: Path) -> str | None:
+    try:
+        load_public_key(path)
+    except InvalidArgument as exc:
+        return str(exc)
+    return None
 
 
 def _unreadable(path: Path) -> str | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from edgebox.fleet.settings import FleetSettings
+from edgebox.fleet.signing import generate_key
 from edgebox.settings import Settings, SettingsError, load_settings
 from edgebox.settings import loader as settings_module
 from field_docstrings import documented_fields
@@ -22,9 +23,8 @@ def no_default_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def key_file(tmp_path: Path) -> Path:
-    """A file standing in for a public key: the section only opens it."""
-    path = tmp_path / "release.pub"
-    path.write_text("not parsed here\n", encoding="utf-8")
+    """A real Ed25519 public key (``edgebox fleet keygen``'s KEY.pub)."""
+    path = generate_key(tmp_path / "release")
     return path
 
 
@@ -52,8 +52,7 @@ def test_absent_fleet_section_means_no_agent() -> None:
 
 
 def test_fleet_section_from_yaml_with_mqtt_and_poll_mode(tmp_path: Path, key_file: Path) -> None:
-    other = tmp_path / "next.pub"
-    other.write_text("x", encoding="utf-8")
+    other = generate_key(tmp_path / "next")
     config = write(
         tmp_path,
         "mqtt:\n  url: mqtt://broker\n"
@@ -72,8 +71,7 @@ def test_fleet_section_from_yaml_with_mqtt_and_poll_mode(tmp_path: Path, key_fil
 def test_environment_and_flags_set_fields_and_lists_split_on_commas(
     tmp_path: Path, key_file: Path
 ) -> None:
-    other = tmp_path / "next.pub"
-    other.write_text("x", encoding="utf-8")
+    other = generate_key(tmp_path / "next")
     loaded = load_settings(
         {"fleet_artifact_max_mb": "8", "fleet_download_dir": str(tmp_path / "dl")},
         environ={
@@ -194,3 +192,16 @@ def test_fleet_needs_poll_mode(key_file: Path, mode: str) -> None:
         "setting 'fleet' (EDGEBOX_FLEET_GROUP): needs model_control_mode poll: the agent "
         f"publishes versions into the repository and poll mode loads them, got '{mode}'"
     )
+
+
+def test_a_trusted_key_file_that_is_no_public_key_is_refused(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.pub"
+    junk.write_text("not a key\n", encoding="utf-8")
+    message = load_error(
+        environ={
+            "EDGEBOX_MQTT_URL": "mqtt://broker",
+            "EDGEBOX_FLEET_GROUP": "g",
+            "EDGEBOX_FLEET_TRUSTED_KEYS": str(junk),
+        },
+    )
+    assert f"public key '{junk}': not a PEM public key" in message
