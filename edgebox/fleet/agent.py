@@ -292,12 +292,12 @@ class FleetAgent:
                 f"model '{wanted.name}' has no config.pbtxt on this device: install the model "
                 "first (scripts/provision.sh or edgebox publish --config)"
             )
+        folder = model_dir / str(wanted.version)
         seen = self._view.version(wanted.name, wanted.version)
         if seen.state == "held":
             return "rejected", seen.reason
         if seen.state == "failed":
             return "failed", seen.reason
-        folder = model_dir / str(wanted.version)
         if folder.is_dir():
             problem = self._park_newer(model_dir, wanted.version)
             if problem is not None:
@@ -316,7 +316,7 @@ class FleetAgent:
     def _park_newer(self, model_dir: Path, version: int) -> str | None:
         """Park the version folders newer than ``version`` (a rollback), as
         the dashboard's rollback does; why it could not, or None."""
-        in_place = version_folders(model_dir).in_place
+        in_place = version_folders(model_dir).versions
         if not any(v > version for v in in_place):
             return None
         try:

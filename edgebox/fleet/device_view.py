@@ -22,7 +22,9 @@ class VersionSeen:
     state: str
     """``serving`` (the default version), ``ready`` (loaded, not the
     default), ``held`` (a rollout rejected or quarantined it), ``failed``
-    (UNAVAILABLE), ``loading`` or ``absent``."""
+    (UNAVAILABLE because it failed; one unloaded, by the version policy or
+    an unload, is ``loading``: it comes back once its folder is the one the
+    policy selects again), ``loading`` or ``absent``."""
     reason: str = ""
 
 
@@ -43,7 +45,7 @@ class DeviceView:
         status = self._registry.statuses(model).get(version)
         if status is None:
             return VersionSeen("absent")
-        if status.state is ModelState.UNAVAILABLE:
+        if status.state is ModelState.UNAVAILABLE and not status.reason.startswith("unloaded"):
             return VersionSeen("failed", status.reason)
         return VersionSeen("loading", status.reason)
 
