@@ -9,15 +9,37 @@ its teardown."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from fleet_sim.brokers import Brokers
 from fleet_sim.device import Device, FleetSection
 from fleet_sim.prometheus import Prometheus, prometheus_binary
 from fleet_sim.static_server import StaticServer
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What the running devices cost the machine, for bench/RESULTS.md."""
+
+    devices: int
+    started_in_s: float
+    """From the first daemon launched to the last one ready, all started at once."""
+    rss_total_mb: float
+    rss_max_mb: float
+    idle_cpu_percent: float
+    """All devices together over the window, in % of one core."""
+
+    def line(self) -> str:
+        return (
+            f"{self.devices} devices: ready in {self.started_in_s:.1f} s, "
+            f"RSS {self.rss_total_mb:.0f} MB in all (at most {self.rss_max_mb:.0f} MB each), "
+            f"idle CPU {self.idle_cpu_percent:.1f}% of one core"
+        )
 
 
 class Fleet:
@@ -89,6 +111,24 @@ class Fleet:
         keeps scraping its last address, so the fleet's view shows it down."""
         code = device.stop()
         assert code == 0, f"{device.device_id} exited with {code}:\n{device.log()}"
+
+    def footprint(self, window_s: float = 5.0) -> Footprint:
+        """Memory now, and the CPU the running devices use while nothing is
+        asked of them over ``window_s``."""
+        running = [d for d in self.devices if d.running]
+        rss_kb = [d.rss_kb() for d in running]
+        before = sum(d.cpu_ticks() for d in running)
+        began = time.monotonic()
+        time.sleep(window_s)
+        ticks = sum(d.cpu_ticks() for d in running) - before
+        elapsed = time.monotonic() - began
+        return Footprint(
+            devices=len(running),
+            started_in_s=self.started_in_s,
+            rss_total_mb=sum(rss_kb) / 1024,
+            rss_max_mb=max(rss_kb) / 1024,
+            idle_cpu_percent=100 * ticks / os.sysconf("SC_CLK_TCK") / elapsed,
+        )
 
     def _publish_targets(self) -> None:
         if self.prometheus is not None:

@@ -99,7 +99,12 @@ def test_artifact_server_serves_a_file_and_counts_its_bytes(fleet: Fleet):
     (fleet.artifacts.folder / "probe.bin").write_bytes(content)
     with urllib.request.urlopen(fleet.artifacts.url("probe.bin"), timeout=10) as reply:
         assert reply.read() == content
-    assert fleet.artifacts.bytes_sent["/probe.bin"] == len(content)
+    # Counted on the server's thread once written, which may be after the client has read it all.
+    wait_for(
+        lambda: fleet.artifacts.bytes_sent.get("/probe.bin") == len(content),
+        10,
+        what=f"{len(content)} bytes counted for /probe.bin ({fleet.artifacts.bytes_sent})",
+    )
 
 
 def test_prometheus_sees_every_device_through_file_discovery(fleet: Fleet, prometheus):
@@ -114,6 +119,20 @@ def test_prometheus_sees_every_device_through_file_discovery(fleet: Fleet, prome
         30,
         what="edgebox_mqtt_connected == 1 for every device in prometheus",
     )
+
+
+DEVICE_RSS_BUDGET_MB = 200
+"""A device daemon serving one small python model stays well under this
+(about 80 MB measured); 20 of them must fit a CI machine."""
+
+
+def test_fleet_footprint_is_within_budget(fleet: Fleet, capsys):
+    footprint = fleet.footprint()
+    with capsys.disabled():
+        print(f"\nfleet footprint: {footprint.line()}")
+    assert footprint.devices == fleet.size
+    assert footprint.rss_max_mb < DEVICE_RSS_BUDGET_MB
+    assert footprint.idle_cpu_percent < 10 * fleet.size
 
 
 def test_stopped_device_is_offline_and_comes_back_with_its_repository(fleet: Fleet):
