@@ -10,6 +10,7 @@ version. events/ imports nothing else from edgebox, so every layer may use it.
 
 from edgebox.events.bus import EventBus, Subscription
 from edgebox.events.event import Event
+from edgebox.events.fleet import FleetDocumentRefused, FleetModelChanged, FleetReported
 from edgebox.events.model_result import ModelResult
 from edgebox.events.model_state import ModelStateChanged
 from edgebox.events.mqtt_link import MqttLinkChanged
@@ -40,6 +41,8 @@ OCCURRENCES = (
     RolloutRejected,
     RolloutRolledBack,
     ModelQuarantined,
+    FleetDocumentRefused,
+    FleetModelChanged,
 )
 """Things that happened, as opposed to data (results, telemetry snapshots):
 what MQTT's ``events`` topic and the dashboard's events page carry."""
@@ -48,6 +51,9 @@ __all__ = [
     "OCCURRENCES",
     "Event",
     "EventBus",
+    "FleetDocumentRefused",
+    "FleetModelChanged",
+    "FleetReported",
     "ModelQuarantined",
     "ModelResult",
     "ModelStateChanged",

@@ -97,7 +97,7 @@ class ModelVersions:
         failures: list[str] = []
         first_code: ErrorCode | None = None
         serving = self._registry.served_versions(name)
-        policy = self.rollouts.policy_for(config)
+        policy = self.rollouts.policy_for(name, config)
         candidate, baseline = self.rollouts.plan(name, policy, folder, wanted, serving, set(held))
         sources = {v: (digest, entry.fingerprint) for v, entry in folder.versions.items()}
         active = self.rollouts.active(name)

@@ -19,7 +19,7 @@ so they agree within one scrape.
 
 The telemetry families are built in ``telemetry_families.py``, the
 rollout families in ``rollout_families.py``, the response cache's in
-``cache_families.py``.
+``cache_families.py``, the fleet agent's in ``fleet_families.py``.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/metrics.md
 """
 
@@ -45,6 +45,7 @@ from edgebox.lifecycle.states import ModelState
 from edgebox.log_limiter import LogLimiter
 from edgebox.metrics.cache_families import cache_families, per_model_cache_families
 from edgebox.metrics.exposition import TritonCounter
+from edgebox.metrics.fleet_families import FleetSource, fleet_families
 from edgebox.metrics.rollout_families import RolloutSource, rollout_families
 from edgebox.metrics.telemetry_families import telemetry_families
 from edgebox.mqtt.link_stats import MqttStats
@@ -154,6 +155,7 @@ class MetricsCollector:
         cpu: bool = True,
         rollouts: RolloutSource | None = None,
         response_cache: ResponseCache | None = None,
+        fleet: FleetSource | None = None,
     ) -> None:
         """``gpu`` / ``cpu`` false leave the ``nv_gpu_*`` / ``nv_cpu_*``
         families out (``allow_gpu_metrics`` / ``allow_cpu_metrics``)."""
@@ -185,6 +187,8 @@ class MetricsCollector:
             parts.append(
                 ("the response cache", lambda: cache_families(response_cache.statistics()))
             )
+        if fleet is not None:
+            parts.append(("the fleet agent", lambda: fleet_families(fleet)))
         if bus is not None:
             parts.append(("the event bus", self._bus_metrics))
         if custom is not None:

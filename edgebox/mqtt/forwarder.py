@@ -10,7 +10,9 @@ that restarts or a daemon stopped mid-send re-sends it, with the same epoch
 and ``seq``: delivery is at least once.
 
 The retained status goes first on every connection (it replaces any status
-still unsent), then the backlog in order. A login the broker refuses is
+still unsent), then the backlog in order. The thread also listens: the
+filters given to ``subscribe`` are subscribed on every connection
+(subscriptions.py) and their messages handed to their callbacks. A login the broker refuses is
 logged once and retried slowly, any other failure sooner (reconnect.py).
 """
 
@@ -20,7 +22,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from edgebox.backoff import Backoff
@@ -39,6 +41,7 @@ from edgebox.mqtt.session import CONNECT_ERRORS, BrokerSession
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.mqtt.spool import Outgoing, Spool
 from edgebox.mqtt.status import DeviceStatus
+from edgebox.mqtt.subscriptions import Callback, Subscriptions
 
 log = logging.getLogger("edgebox.mqtt")
 
@@ -72,7 +75,9 @@ class MqttForwarder:
         stats_log_interval_s: float = STATS_LOG_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        subscriptions: Mapping[str, Callback] | None = None,
     ) -> None:
+        """``subscriptions``: topic filter -> callback, as ``subscribe``."""
         self._settings = settings
         self._bus = bus
         self._router = router
@@ -113,6 +118,9 @@ class MqttForwarder:
         """Handed over by ``reconfigure``, taken (the last one) by the MQTT thread."""
         self._file_digests = settings.file_digests()
         """Of the files the connection reads, as last handed to the MQTT thread."""
+        self._subscriptions = Subscriptions()
+        for topic, callback in (subscriptions or {}).items():
+            self._subscriptions.add(topic, callback)
 
     # -- the daemon's side --------------------------------------------------------
 
@@ -132,6 +140,20 @@ class MqttForwarder:
             return True
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
+
+    def subscribe(self, topic: str, callback: Callback) -> None:
+        """Hand each message matching the filter ``topic`` to ``callback``,
+        from now on (any thread; a live connection subscribes within a loop
+        step) and again on every connection, QoS 1, so a retained message
+        arrives again after each reconnect. ``callback(payload)`` runs on the
+        MQTT thread: it must only hand off (enqueue) and return. A filter the
+        broker refuses is logged once. Raises ValueError for a filter MQTT
+        does not allow."""
+        self._subscriptions.add(topic, callback)
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop listening on ``topic`` (a settings reload that moved it)."""
+        self._subscriptions.remove(topic)
 
     def stats(self) -> MqttStats:
         return self._figures.stats
@@ -182,6 +204,7 @@ class MqttForwarder:
             if self._retry.due() and not self._stopping.is_set():
                 self._connect()
         else:
+            session.sync_subscriptions()
             session.send_window(self._spool)
             self._spool.ack_many(session.pump(LOOP_TIMEOUT_S))
             if session.lost_reason is not None:
@@ -258,6 +281,7 @@ class MqttForwarder:
             self._connack_timeout_s,
             self._clock,
             on_status=self._status_seen,
+            subscriptions=self._subscriptions,
         )
         self._status.connection_opened()
         try:

@@ -1,7 +1,8 @@
 """Which bus events become MQTT messages, on which topic, of which kind.
 
 The kind decides what a full spool gives up first (spool.py): results go
-before events, events before status. Stream results are thinned here, on the
+before events, events before status (the fleet's reported state counts as
+status: it is retained and replaces its unsent predecessor). Stream results are thinned here, on the
 MQTT thread, by each stream's ``results_every_n`` and ``max_results_per_s``:
 a subscriber that wants 1 frame a second should not cost the spool 15.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from edgebox.events import (
     OCCURRENCES,
+    FleetReported,
     ModelResult,
     ModelStateChanged,
     StreamResult,
@@ -72,6 +74,17 @@ class Router:
             return self._message(self.topics.events, event, "event")
         if isinstance(event, TelemetrySnapshot):
             return self._message(self.topics.telemetry, event, "telemetry")
+        if isinstance(event, FleetReported):
+            # Like the status: retained, and a newer report replaces one still
+            # unsent (an outage keeps one report, not each step's).
+            return Outgoing(
+                self.topics.fleet,
+                dict(event.document),
+                "status",
+                self._qos,
+                retain=True,
+                replaces_unsent=True,
+            )
         return None
 
     def _message(self, topic: str, event, kind: str) -> Outgoing:

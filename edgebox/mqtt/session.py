@@ -18,6 +18,7 @@ import paho.mqtt.client as mqtt
 from edgebox.mqtt.connection import LastWill, login_refused, new_client, open_connection
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.mqtt.spool import Spool, Spooled
+from edgebox.mqtt.subscriptions import SUBSCRIBE_QOS, Subscriptions
 
 log = logging.getLogger("edgebox.mqtt")
 
@@ -33,15 +34,23 @@ class BrokerSession:
         connack_timeout_s: float,
         clock: Callable[[], float] = time.monotonic,
         on_status: Callable[[bytes], None] | None = None,
+        subscriptions: Subscriptions | None = None,
     ) -> None:
         """``on_status``: each message on the will's (the status) topic, which
-        the session subscribes to before ``on_connected`` publishes there."""
+        the session subscribes to before ``on_connected`` publishes there.
+        ``subscriptions``: the other filters, subscribed on the CONNACK and
+        kept in step while connected (``sync_subscriptions``)."""
         self._settings = settings
         self._on_connected = on_connected
         self._connack_timeout_s = connack_timeout_s
         self._clock = clock
         self._status_topic = will.topic
         self._on_status = on_status
+        self._subscriptions = subscriptions or Subscriptions()
+        self._subscribed_topics: set[str] = set()
+        self._subscribed_version = -1
+        self._subscribing: dict[int, list[str]] = {}
+        """SUBSCRIBE message id -> its filters, in order, for the SUBACK."""
         self._client = new_client(settings, will)
         self._client.on_connect = self._connack
         self._client.on_disconnect = self._disconnected
@@ -99,6 +108,19 @@ class BrokerSession:
             if room == 0:
                 return
 
+    def sync_subscriptions(self) -> None:
+        """Subscribe to filters added since the CONNACK, unsubscribe from
+        those removed (the MQTT thread, while connected)."""
+        if not self.connected or self._subscriptions.version == self._subscribed_version:
+            return
+        self._subscribed_version = self._subscriptions.version
+        wanted = set(self._subscriptions.topics())
+        gone = sorted(self._subscribed_topics - wanted)
+        if gone:
+            self._client.unsubscribe(gone)
+        self._subscribe(sorted(wanted - self._subscribed_topics))
+        self._subscribed_topics = wanted
+
     def in_flight(self, row_id: int) -> bool:
         return row_id in self._in_flight.values()
 
@@ -137,9 +159,18 @@ class BrokerSession:
                 self.refusal = str(reason_code)
             return
         self.connected = True
-        if self._on_status is not None:
-            self._client.subscribe(self._status_topic, qos=1)
+        self._subscribed_version = self._subscriptions.version
+        self._subscribed_topics = set(self._subscriptions.topics())
+        status = [self._status_topic] if self._on_status is not None else []
+        self._subscribe(status + sorted(self._subscribed_topics - set(status)))
         self._on_connected(self)
+
+    def _subscribe(self, topics: list[str]) -> None:
+        if not topics:
+            return
+        result, mid = self._client.subscribe([(topic, SUBSCRIBE_QOS) for topic in topics])
+        if result == mqtt.MQTT_ERR_SUCCESS and mid is not None:
+            self._subscribing[mid] = topics
 
     def _disconnected(self, client, userdata, flags, reason_code, properties) -> None:
         self.lost_reason = self.lost_reason or f"disconnected: {reason_code}"
@@ -147,16 +178,22 @@ class BrokerSession:
     def _message(self, client, userdata, message) -> None:
         if self._on_status is not None and message.topic == self._status_topic:
             self._on_status(message.payload)
+        self._subscriptions.deliver(message.topic, message.payload)
 
     def _subscribed(self, client, userdata, mid, reason_codes, properties) -> None:
-        refused = [code for code in reason_codes if getattr(code, "is_failure", False)]
-        if refused:
-            log.warning(
-                "MQTT: the broker refused the subscription to this device's own status "
-                "topic '%s' (%s; an ACL?): a stale status there will not be corrected",
-                self._status_topic,
-                refused[0],
-            )
+        topics = self._subscribing.pop(mid, [])
+        for topic, code in zip(topics, reason_codes, strict=False):
+            if not getattr(code, "is_failure", False):
+                continue
+            if self._on_status is not None and topic == self._status_topic:
+                log.warning(
+                    "MQTT: the broker refused the subscription to this device's own status "
+                    "topic '%s' (%s; an ACL?): a stale status there will not be corrected",
+                    self._status_topic,
+                    code,
+                )
+            else:
+                self._subscriptions.refused(topic, code)
 
     def _puback(self, client, userdata, mid, reason_code, properties) -> None:
         row_id = self._in_flight.pop(mid, None)

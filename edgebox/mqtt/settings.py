@@ -202,12 +202,8 @@ class MqttSettings:
         problem = topic_prefix_problem(self.topic_prefix)
         if problem:
             yield "topic_prefix", problem
-        if self.device_id and not _TOPIC_LEVEL.fullmatch(self.device_id):
-            yield (
-                "device_id",
-                "expected 1-64 letters, digits, '_', '.' or '-' (starting with a letter or "
-                f"digit), got {self.device_id!r}",
-            )
+        if self.device_id and (problem := topic_level_problem(self.device_id)):
+            yield "device_id", problem
         if not self.spool_max_mb >= MIN_SPOOL_MB:
             yield "spool_max_mb", f"expected a number >= {MIN_SPOOL_MB}, got {self.spool_max_mb}"
         if not 0 <= self.spool_write_delay_s <= 60:
@@ -262,3 +258,15 @@ def topic_prefix_problem(prefix: str) -> str | None:
             f"nor ending with '/', got {prefix!r}"
         )
     return None
+
+
+def topic_level_problem(name: str) -> str | None:
+    """What keeps ``name`` from being one topic level that every broker and
+    every subscriber's wildcard take as written (a device id, a fleet group),
+    or None."""
+    if _TOPIC_LEVEL.fullmatch(name):
+        return None
+    return (
+        "expected 1-64 letters, digits, '_', '.' or '-' (starting with a letter or "
+        f"digit), got {name!r}"
+    )

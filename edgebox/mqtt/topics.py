@@ -29,6 +29,11 @@ class Topics:
         return f"{self.root}/status"
 
     @property
+    def fleet(self) -> str:
+        """Retained: the fleet agent's reported state (docs/fleet.md)."""
+        return f"{self.root}/fleet"
+
+    @property
     def events(self) -> str:
         return f"{self.root}/events"
 

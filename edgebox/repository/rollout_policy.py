@@ -11,7 +11,9 @@ and a setting can never mean different things (docs/rollout.md).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import difflib
+import math
+from collections.abc import Iterator, Mapping
 
 POLICIES = ("immediate", "shadow", "canary")
 COMPARE_BUILT_IN = ("tensors", "lanes")
@@ -139,6 +141,48 @@ def policy_of(config, default: RolloutPolicy) -> RolloutPolicy:
     for field, problem in policy.problems():
         raise ValueError(f"parameters '{parameter_name(field)}': {problem}")
     return policy
+
+
+def policy_from_mapping(
+    mapping: Mapping[str, object], default: RolloutPolicy | None = None
+) -> RolloutPolicy:
+    """``default`` (the built-in policy when None) with ``mapping``'s fields
+    laid over it: a fleet document's ``rollout`` (JSON: numbers are numbers,
+    never text). Raises ValueError naming the field and what it expected,
+    and an unknown field with the likely one."""
+    if not isinstance(mapping, Mapping):
+        raise ValueError(f"rollout: expected a mapping of policy fields, got {mapping!r}")
+    base = default or RolloutPolicy()
+    kinds = {field.name: type(getattr(base, field.name)) for field in dataclasses.fields(base)}
+    changes: dict[str, object] = {}
+    for name, value in mapping.items():
+        kind = kinds.get(name)
+        if kind is None:
+            guess = difflib.get_close_matches(str(name), list(kinds), n=1)
+            hint = f"; did you mean '{guess[0]}'?" if guess else ""
+            raise ValueError(f"rollout: unknown field {name!r}{hint} (expected {', '.join(kinds)})")
+        changes[name] = _typed(name, value, kind)
+    policy = dataclasses.replace(base, **changes)
+    for field, problem in policy.problems():
+        raise ValueError(f"rollout.{field}: {problem}")
+    return policy
+
+
+def _typed(name: str, value: object, kind: type) -> object:
+    if kind is str:
+        if isinstance(value, str):
+            return value
+        raise ValueError(f"rollout.{name}: expected text, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        expected = "an integer" if kind is int else "a number"
+        raise ValueError(f"rollout.{name}: expected {expected}, got {value!r}")
+    if kind is int:
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError(f"rollout.{name}: expected an integer, got {value!r}")
+        return int(value)
+    if not math.isfinite(value):
+        raise ValueError(f"rollout.{name}: expected a finite number, got {value!r}")
+    return float(value)
 
 
 def _converted(key: str, text: str, kind: type) -> object:

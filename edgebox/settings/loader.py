@@ -221,8 +221,14 @@ def _judged(
         if bad.intersection((key, *involves)):
             continue
         bad.add(key)
-        source = sources.get(key, "default")
-        found.append(problem(key, source, message, places.get(key), paren=True))
+        source, place = sources.get(key, "default"), places.get(key)
+        if key in SECTIONS and key not in sources:
+            # A whole section at fault (``fleet`` without ``mqtt``): named by
+            # where its first given field came from.
+            given = next((name for name in sources if name.startswith(f"{key}.")), None)
+            if given is not None:
+                source, place = sources[given], places.get(given)
+        found.append(problem(key, source, message, place, paren=True))
     return found
 
 

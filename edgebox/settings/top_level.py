@@ -3,9 +3,9 @@ flags' help and docs/configuration.md come from them), and the checks between
 and within these fields.
 
 Sections are fields whose type is a settings dataclass from its own package
-(``mqtt``, ``dashboard``, ``telemetry``, ``streams``); each checks itself, and
-the checks here only look into one where a rule spans the two (the
-dashboard's port against the daemon's).
+(``mqtt``, ``dashboard``, ``telemetry``, ``streams``, ``fleet``); each checks
+itself, and the checks here only look into one where a rule spans the two
+(the dashboard's port against the daemon's, the fleet's need of MQTT).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 from edgebox.caching.cache_config import cache_size_bytes
 from edgebox.dashboard.settings import DashboardSettings
+from edgebox.fleet.settings import FleetSettings
 from edgebox.lifecycle.limits import (
     DEFAULT_MAX_INSTANCES_PER_MODEL,
     DEFAULT_MAX_INSTANCES_TOTAL,
@@ -220,6 +221,11 @@ class Settings:
     ``mqtt`` value from any layer (the YAML section, even empty,
     ``EDGEBOX_MQTT_<FIELD>``, ``--mqtt-<field>``) turns it on, with the
     defaults for the fields not given."""
+    fleet: FleetSettings | None = None
+    """Following a fleet's signed desired state (docs/fleet.md); absent: no
+    fleet agent. Needs ``mqtt`` (the device id and the broker come from
+    there) and ``model_control_mode`` poll. ``fleet:`` in YAML,
+    ``EDGEBOX_FLEET_<FIELD>``, ``--fleet-<field>``; any of them turns it on."""
     dashboard: DashboardSettings = dataclasses.field(default_factory=DashboardSettings)
     """The web dashboard (docs/dashboard.md): on by default, on port 8080;
     ``dashboard:`` in YAML, ``EDGEBOX_DASHBOARD_<FIELD>`` and
@@ -423,6 +429,20 @@ class Settings:
                 f"must be <= max_instances_total ({self.max_instances_total}), "
                 f"got {self.max_instances_per_model}",
                 ("max_instances_total",),
+            )
+        if self.fleet is not None and self.mqtt is None:
+            yield (
+                "fleet",
+                "needs the mqtt section: the desired state arrives over MQTT, and the "
+                "device id and broker come from mqtt",
+                ("mqtt",),
+            )
+        if self.fleet is not None and self.model_control_mode != "poll":
+            yield (
+                "fleet",
+                "needs model_control_mode poll: the agent publishes versions into the "
+                f"repository and poll mode loads them, got '{self.model_control_mode}'",
+                ("model_control_mode",),
             )
         if self.api_key_file is not None:
             try:

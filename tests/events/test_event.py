@@ -11,6 +11,9 @@ import pytest
 import edgebox.events as events
 from edgebox.events import (
     Event,
+    FleetDocumentRefused,
+    FleetModelChanged,
+    FleetReported,
     ModelQuarantined,
     ModelResult,
     ModelStateChanged,
@@ -55,6 +58,9 @@ EXAMPLES = {
     RolloutRejected: RolloutRejected(**ROLLOUT, reason="rollout: 0/2 answers agree (...)"),
     RolloutRolledBack: RolloutRolledBack(**ROLLOUT, reason="rolled back to version 1: ..."),
     ModelQuarantined: ModelQuarantined("lane_detector", 2, "quarantined: ...", timestamp=12.0),
+    FleetDocumentRefused: FleetDocumentRefused("line-3", 18, "0" * 16, "stale", timestamp=13.0),
+    FleetModelChanged: FleetModelChanged("lane_detector", "serving", 7, timestamp=14.0),
+    FleetReported: FleetReported({"schema": "edgebox.fleet.reported/1", "generation": 0}),
     StreamResult: StreamResult(
         "cam", "lane", "1", 118, 20.5, 640, 360, LATENCY, {"lanes": [{"score": 0.9}]}
     ),
@@ -134,6 +140,9 @@ def test_events_are_frozen(kind):
 
 def test_schema_names_are_distinct_per_topic_payload():
     assert {kind.__name__: kind.SCHEMA for kind in EXPORTED_EVENTS} == {
+        "FleetDocumentRefused": "edgebox.fleet.document_refused",
+        "FleetModelChanged": "edgebox.fleet.model_changed",
+        "FleetReported": "edgebox.fleet.reported",
         "ModelQuarantined": "edgebox.model.quarantined",
         "ModelResult": "edgebox.model_result",
         "ModelStateChanged": "edgebox.model_state",

@@ -21,6 +21,8 @@ from daemon_process import wait_for
 from edgebox.events import (
     Event,
     EventBus,
+    FleetDocumentRefused,
+    FleetModelChanged,
     ModelQuarantined,
     ModelResult,
     ModelStateChanged,
@@ -74,6 +76,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     RolloutRejected,
     RolloutRolledBack,
     ModelQuarantined,
+    FleetDocumentRefused,
+    FleetModelChanged,
 )
 SCHEMA_NAMES = ("edgebox.status", *(kind.SCHEMA for kind in EVENT_TYPES))
 
@@ -176,6 +180,14 @@ def one_of_each_event() -> list[Event]:
             timestamp=1_700_000_001.0,
         ),
         *rollout_events(),
+        FleetDocumentRefused(
+            "line-3", 18, "3f2a9c1b0d4e5a6f", "signature does not verify", timestamp=1_700_000_060.0
+        ),
+        FleetDocumentRefused("line-3", None, "", "not JSON", timestamp=1_700_000_061.0),
+        FleetModelChanged("lane_detector", "downloading", 7, timestamp=1_700_000_062.0),
+        FleetModelChanged(
+            "lane_detector", "failed", 7, "sha256 mismatch", timestamp=1_700_000_063.0
+        ),
     ]
 
 

@@ -1,8 +1,9 @@
 """etc/edgebox.yaml, shipped as /etc/edgebox/edgebox.yaml: loads through the
 real settings code, lists every setting, and holds the built-in defaults
 (which are the appliance's: poll mode every 2 s, /var/lib/edgebox/models).
-Sections that would turn something on (``mqtt``) are shipped commented out,
-whole: uncommented, they load and hold every field at its default."""
+Sections that would turn something on (``mqtt``, ``fleet``) are shipped
+commented out, whole: uncommented, they load and hold every field at its
+default, or (``fleet``, whose group and keys have none) the example values."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from edgebox.fleet.settings import FleetSettings
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.settings import SECTIONS, Settings, load_settings
 
@@ -20,7 +22,13 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "etc" / "edgebox.yaml"
 COMMENTED_OUT = {"mqtt": MqttSettings}
 """Sections shipped commented out: present, they would turn a feature on."""
-FIELDS = [f.name for f in dataclasses.fields(Settings) if f.name not in COMMENTED_OUT]
+COMMENTED_EXAMPLES = {"fleet": FleetSettings}
+"""Sections shipped commented out with example values for fields that have no default."""
+FIELDS = [
+    f.name
+    for f in dataclasses.fields(Settings)
+    if f.name not in COMMENTED_OUT and f.name not in COMMENTED_EXAMPLES
+]
 APPLIANCE_DIFFERS: dict[str, object] = {}
 """Settings the shipped file sets away from the built-in default (none today)."""
 
@@ -103,7 +111,20 @@ def test_commented_out_section_lists_every_field_at_its_default(tmp_path, name):
     assert getattr(loaded, name) == COMMENTED_OUT[name]()
 
 
-@pytest.mark.parametrize("name", sorted(COMMENTED_OUT))
+def test_commented_out_fleet_section_lists_every_field_and_loads_with_its_examples(tmp_path):
+    section = commented_section("fleet")
+    key = tmp_path / "release.pub"
+    key.write_text("a key file; the settings only open it\n", encoding="utf-8")
+    text = "\n".join(section).replace("/etc/edgebox/fleet/release.pub", str(key))
+    path = tmp_path / "section.yaml"
+    path.write_text("mqtt:\n" + text + "\n", encoding="utf-8")
+    keys = list(yaml.safe_load(path.read_text(encoding="utf-8"))["fleet"])
+    assert keys == [f.name for f in dataclasses.fields(FleetSettings)]
+    loaded = load_settings({}, config_file=path, environ={})
+    assert loaded.fleet == FleetSettings(group="line-3", trusted_keys=(key,))
+
+
+@pytest.mark.parametrize("name", sorted({**COMMENTED_OUT, **COMMENTED_EXAMPLES}))
 def test_commented_out_section_has_a_comment_for_every_field(name):
     section = commented_section(name)
     key_line = re.compile(r"^  ([a-z_]+):")
@@ -121,7 +142,7 @@ def test_commented_out_section_has_a_comment_for_every_field(name):
 
 
 def test_shipped_file_leaves_commented_out_sections_off(settings):
-    for name in COMMENTED_OUT:
+    for name in {**COMMENTED_OUT, **COMMENTED_EXAMPLES}:
         assert getattr(settings, name) is None
 
 

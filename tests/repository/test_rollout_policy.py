@@ -9,7 +9,7 @@ import pytest
 from google.protobuf import text_format
 
 from edgebox.repository.config import ModelConfig, parse_model_config_file
-from edgebox.repository.rollout_policy import RolloutPolicy, policy_of
+from edgebox.repository.rollout_policy import RolloutPolicy, policy_from_mapping, policy_of
 
 HEAD = """
 name: "m"
@@ -80,3 +80,45 @@ def test_shadow_is_refused_for_a_model_whose_requests_carry_state(tmp_path):
     assert "parameters 'rollout': shadow needs a model without sequence_batching" in str(
         problems[0]
     )
+
+
+def test_a_mapping_is_laid_over_the_given_default_field_by_field():
+    default = RolloutPolicy(policy="canary", rtol=0.5)
+    policy = policy_from_mapping({"policy": "shadow", "samples": 30, "watch_s": 60}, default)
+    assert (policy.policy, policy.samples, policy.watch_s, policy.rtol) == (
+        "shadow",
+        30,
+        60.0,
+        0.5,
+    )
+    assert isinstance(policy.watch_s, float)
+    assert policy_from_mapping({}) == RolloutPolicy()
+
+
+@pytest.mark.parametrize(
+    ("mapping", "problem"),
+    [
+        ({"sampels": 30}, "rollout: unknown field 'sampels'; did you mean 'samples'?"),
+        ({"command": "rm"}, "rollout: unknown field 'command' (expected policy, samples"),
+        ({"policy": "blue-green"}, "rollout.policy: expected one of immediate, shadow, canary"),
+        ({"policy": 1}, "rollout.policy: expected text, got 1"),
+        ({"samples": "30"}, "rollout.samples: expected an integer, got '30'"),
+        ({"samples": 2.5}, "rollout.samples: expected an integer, got 2.5"),
+        ({"samples": True}, "rollout.samples: expected an integer, got True"),
+        ({"samples": 0}, "rollout.samples: expected 1..100000, got 0"),
+        ({"rtol": None}, "rollout.rtol: expected a number, got None"),
+        ({"watch_s": float("inf")}, "rollout.watch_s: expected a finite number, got inf"),
+        ({"min_agreement": 2}, "rollout.min_agreement: expected 0..1, got 2.0"),
+    ],
+)
+def test_a_bad_mapping_is_refused_naming_the_field(mapping, problem):
+    with pytest.raises(ValueError) as info:
+        policy_from_mapping(mapping)
+    assert str(info.value).startswith(problem)
+
+
+def test_a_mapping_that_is_not_one_is_refused():
+    with pytest.raises(
+        ValueError, match=r"rollout: expected a mapping of policy fields, got \['shadow'\]"
+    ):
+        policy_from_mapping(["shadow"])

@@ -91,6 +91,8 @@ class Rollouts:
         self._clock = clock
         self._lock = threading.Lock()
         self._active: dict[str, Rollout] = {}
+        self._overrides: dict[str, RolloutPolicy] = {}
+        """Model -> the policy a fleet's desired state gave its new version."""
         self._outcomes: dict[str, Outcome] = {}
         self._totals: dict[str, dict[str, int]] = {}
         """Per model since start: samples compared and dropped by rollouts that
@@ -124,12 +126,27 @@ class Rollouts:
 
     # -- asked by the manager while it loads -------------------------------
 
-    def policy_for(self, config) -> RolloutPolicy:
-        """The device's default under the config's own ``rollout*``
-        parameters. A device-wide shadow or canary does not apply to a model
-        whose requests cannot be copied or split (a sequence, a decoupled
-        model): those roll out immediately."""
-        policy = policy_of(config, self.default_policy)
+    def set_policy_override(self, model: str, policy: RolloutPolicy | None) -> None:
+        """From now on, ``model``'s new versions roll out under ``policy``
+        instead of the device's default and the config's ``rollout*``
+        parameters (None: those again). The fleet agent sets it before it
+        publishes a version whose desired state names a policy; a rollout
+        already in progress keeps the policy it started with."""
+        with self._lock:
+            if policy is None:
+                self._overrides.pop(model, None)
+            else:
+                self._overrides[model] = policy
+
+    def policy_for(self, name: str, config) -> RolloutPolicy:
+        """The policy set for the model (``set_policy_override``), else the
+        device's default under the config's own ``rollout*`` parameters. A
+        shadow or canary does not apply to a model whose requests cannot be
+        copied or split (a sequence, a decoupled model): those roll out
+        immediately."""
+        with self._lock:
+            override = self._overrides.get(name)
+        policy = override if override is not None else policy_of(config, self.default_policy)
         if policy.policy != "immediate" and unsplittable(config):
             return RolloutPolicy(policy="immediate", watch_s=policy.watch_s)
         return policy
@@ -184,7 +201,9 @@ class Rollouts:
     def published(self, served: ServedModel) -> None:
         """A version that serves at once (``immediate``): on trial for
         ``watch_s`` if not trusted yet, then trusted."""
-        self.trials.serving(served, self._clock() + self.policy_for(served.config).watch_s)
+        self.trials.serving(
+            served, self._clock() + self.policy_for(served.name, served.config).watch_s
+        )
 
     def start(
         self, candidate: ServedModel, serving: ServedModel, policy: RolloutPolicy, model_dir: Path

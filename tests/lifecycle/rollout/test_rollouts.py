@@ -13,6 +13,7 @@ from daemon_process import wait_for
 from edgebox.errors import InvalidArgument, NotFound
 from edgebox.events import RolloutPromoted, RolloutRejected, RolloutRolledBack, RolloutStarted
 from edgebox.lifecycle.states import ModelState
+from edgebox.repository.rollout_policy import policy_from_mapping
 from edgebox.tensors import InferRequest, Tensor
 from rollout_models import (
     FAILING,
@@ -275,3 +276,31 @@ def test_a_canary_answering_streamed_requests_is_judged_by_them(rollout_stack, t
     failures = [o for o in outcomes if isinstance(o, Exception)]
     assert len(failures) == 1 and "this version is broken" in str(failures[0])
     wait_for(lambda: _state(stack, 2) is ModelState.UNAVAILABLE, 20, what="rejection")
+
+
+def test_a_fleet_override_rolls_out_in_shadow_a_model_whose_config_says_immediate(
+    rollout_stack, tmp_path
+):
+    stack = rollout_stack(policy="immediate")
+    model_dir = add_sub_py(tmp_path / "models", rollout="immediate")
+    stack.manager.load_model("add_sub")
+    stack.rollouts.set_policy_override(
+        "add_sub", policy_from_mapping({"policy": "shadow", "samples": 30})
+    )
+    drop_version(model_dir, 2, SWAPPED)
+    stack.manager.load_model("add_sub")
+    assert _state(stack, 2) is ModelState.LOADING
+    assert _reason(stack, 2).startswith("rollout: shadow, waiting for live traffic, 0/30")
+    assert stack.add_sub() == ("1", True)
+
+
+def test_clearing_the_override_gives_the_model_its_own_policy_again(rollout_stack, tmp_path):
+    stack = rollout_stack(policy="immediate")
+    model_dir = add_sub_py(tmp_path / "models", rollout="immediate")
+    stack.manager.load_model("add_sub")
+    stack.rollouts.set_policy_override("add_sub", policy_from_mapping({"policy": "shadow"}))
+    stack.rollouts.set_policy_override("other_model", policy_from_mapping({"policy": "canary"}))
+    stack.rollouts.set_policy_override("add_sub", None)
+    drop_version(model_dir, 2, SWAPPED)
+    stack.manager.load_model("add_sub")
+    assert stack.add_sub() == ("2", False)

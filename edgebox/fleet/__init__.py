@@ -1,0 +1,1 @@
+"""The fleet: devices reconciling towards a signed desired state (docs/fleet.md)."""
