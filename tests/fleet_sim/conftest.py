@@ -1,7 +1,13 @@
 """The ``fleet`` fixture: one simulated fleet per test module, of
 ``EDGEBOX_FLEET_DEVICES`` devices (3 by default, 20 in ``make test-fleet``).
 A module whose devices need a ``fleet:`` section (an agent) overrides the
-``fleet_section`` fixture with a function of the device id."""
+``fleet_section`` fixture with a function of the device id, e.g. with the
+module's ``fleet_key``:
+
+    @pytest.fixture(scope="module")
+    def fleet_section(fleet_key):
+        return lambda device_id: FleetSection("line-3", (fleet_key.public,))
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,9 @@ import os
 
 import pytest
 
+from edgebox.fleet.signing import generate_key
 from fleet_sim.fleet import Fleet
+from fleet_sim.keys import OperatorKey
 from mosquitto_broker import mosquitto_installed
 
 DEFAULT_SIZE = 3
@@ -26,6 +34,13 @@ def fleet_size() -> int:
     if not 3 <= size <= 100:
         raise pytest.UsageError(f"EDGEBOX_FLEET_DEVICES: expected 3..100 devices, got {size}")
     return size
+
+
+@pytest.fixture(scope="module")
+def fleet_key(tmp_path_factory) -> OperatorKey:
+    """An operator's Ed25519 key pair, as ``edgebox fleet keygen`` writes it."""
+    private = tmp_path_factory.mktemp("operator") / "fleet.key"
+    return OperatorKey(private=private, public=generate_key(private))
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from artifact_server import ArtifactServer
 from fleet_sim.brokers import Brokers
 from fleet_sim.device import Device, FleetSection
 from fleet_sim.prometheus import Prometheus, prometheus_binary
-from fleet_sim.static_server import StaticServer
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,8 @@ class Fleet:
         self.site_devices = site_devices
         self.fleet_section = fleet_section
         self.brokers = Brokers(self.workdir / "brokers")
-        self.artifacts = StaticServer(self.workdir / "artifacts")
+        self.artifacts = ArtifactServer(self.workdir / "artifacts")
+        self.artifacts.root.mkdir(parents=True, exist_ok=True)
         if with_prometheus is None:
             with_prometheus = prometheus_binary() is not None
         self.prometheus = Prometheus(self.workdir / "prometheus") if with_prometheus else None

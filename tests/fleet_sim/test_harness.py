@@ -96,14 +96,14 @@ def test_bridge_carries_retained_messages_both_ways(fleet: Fleet):
 
 def test_artifact_server_serves_a_file_and_counts_its_bytes(fleet: Fleet):
     content = uuid.uuid4().bytes * 1000
-    (fleet.artifacts.folder / "probe.bin").write_bytes(content)
+    (fleet.artifacts.root / "probe.bin").write_bytes(content)
     with urllib.request.urlopen(fleet.artifacts.url("probe.bin"), timeout=10) as reply:
         assert reply.read() == content
     # Counted on the server's thread once written, which may be after the client has read it all.
     wait_for(
-        lambda: fleet.artifacts.bytes_sent.get("/probe.bin") == len(content),
+        lambda: fleet.artifacts.bytes_sent("probe.bin") == len(content),
         10,
-        what=f"{len(content)} bytes counted for /probe.bin ({fleet.artifacts.bytes_sent})",
+        what=f"{len(content)} bytes counted for probe.bin",
     )
 
 
