@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from artifact_server import ArtifactServer
+
 from fleet_sim.brokers import Brokers
 from fleet_sim.device import Device, FleetSection
 from fleet_sim.prometheus import Prometheus, prometheus_binary
