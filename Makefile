@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck perf-analyzer test-perf-analyzer
+.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck perf-analyzer test-perf-analyzer prometheus test-fleet
 
 # Debian's packages, installed only when missing (as root in CI, else sudo);
 # `apt-get update` runs only when a first install attempt fails.
@@ -73,8 +73,21 @@ lint: $(STAMP)
 shellcheck:
 	@command -v shellcheck >/dev/null 2>&1 || $(call apt_install,shellcheck)
 
-test: $(STAMP) lint mosquitto web-assets chromium systemd-analyze shellcheck perf-analyzer
+# The fleet simulation's view of the devices (tests/fleet_sim/): Debian's
+# prometheus, 19 MB downloaded, smaller than chromium, so `make test` has it
+# too and its 3-device fleet is scraped like the full one.
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 || $(call apt_install,prometheus)
+
+test: $(STAMP) lint mosquitto web-assets chromium systemd-analyze shellcheck perf-analyzer prometheus
 	$(PY) -m pytest -q
+
+# Opt-in, a few minutes: the fleet simulation with 20 devices (tests/fleet_sim/;
+# `make test` runs it with 3). It prints the fleet's footprint (start time, RSS,
+# idle CPU).
+FLEET_DEVICES ?= 20
+test-fleet: $(STAMP) mosquitto prometheus
+	EDGEBOX_FLEET_DEVICES=$(FLEET_DEVICES) $(PY) -m pytest -q -o timeout=600 tests/fleet_sim
 
 # Opt-in: edgebox against a real Triton 2.51 (PyPI's nvidia-pytriton, 400 MB,
 # installed once into .parity/), the same requests to both, answers compared
