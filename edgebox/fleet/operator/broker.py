@@ -149,17 +149,26 @@ class FleetBroker:
                 self._changed.wait(max(timeout_s, 0.0))
 
     def publish_retained(self, topic: str, payload: bytes, timeout_s: float) -> None:
-        """Returns once the broker acknowledged (QoS 1); paho sends it again
-        after a reconnect meanwhile. BrokerUnreachable at the deadline."""
-        info = self.client.publish(topic, payload, qos=1, retain=True)
-        try:
-            info.wait_for_publish(timeout_s)
-        except (RuntimeError, ValueError) as exc:
-            raise BrokerUnreachable(f"publishing on '{topic}': {exc}") from None
-        if not info.is_published():
-            raise BrokerUnreachable(
-                f"publishing on '{topic}': no acknowledgement within {timeout_s:g}s"
-            )
+        """Returns once the broker acknowledged (QoS 1). While the connection
+        is down (a broker restart between waves), waits for paho to reconnect
+        and sends it then; BrokerUnreachable at the deadline."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.client.is_connected():
+                info = self.client.publish(topic, payload, qos=1, retain=True)
+                try:
+                    info.wait_for_publish(max(deadline - time.monotonic(), 0.0))
+                except RuntimeError:
+                    pass
+                if info.is_published():
+                    return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BrokerUnreachable(
+                    f"publishing on '{topic}': no acknowledgement within {timeout_s:g}s"
+                )
+            with self._changed:
+                self._changed.wait(min(left, 0.5))
 
     def close(self) -> None:
         self.client.disconnect()
