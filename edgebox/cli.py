@@ -1,6 +1,7 @@
 """Command line: ``edgebox serve``, ``edgebox check [--config FILE] [REPOSITORY]``,
 ``edgebox publish``, ``edgebox build-engine``, ``edgebox passwd``,
-``edgebox rollout status|promote|abort|release MODEL``, ``edgebox --version``.
+``edgebox rollout status|promote|abort|release MODEL``,
+``edgebox fleet keygen|pack|deploy|status|rollback``, ``edgebox --version``.
 Each subcommand lives in ``commands/``; this module builds the parser from
 them and runs the one asked for.
 """
@@ -11,7 +12,7 @@ import argparse
 from collections.abc import Callable
 
 from edgebox import __version__
-from edgebox.commands import check, passwd, publish, rollout, serve
+from edgebox.commands import check, fleet, passwd, publish, rollout, serve
 from edgebox.commands.console import EXIT_OK
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -21,6 +22,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "build-engine": publish.run_build_engine,
     "passwd": passwd.run,
     "rollout": rollout.run,
+    "fleet": fleet.run,
 }
 
 
@@ -36,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     passwd.add_parser(commands)
     publish.add_build_engine_parser(commands)
     rollout.add_parser(commands)
+    fleet.add_parser(commands)
     return parser
 
 
