@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from fleet.fake_devices import FakeDevice
 
 from cli_helpers import run_edgebox
 from edgebox.cli import main
@@ -38,6 +37,7 @@ from edgebox.fleet.signing import (
     load_public_key,
     sign_envelope,
 )
+from fake_devices import FakeDevice
 from mosquitto_broker import Subscriber, make_client
 
 GROUP = "line-3"

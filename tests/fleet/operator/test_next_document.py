@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from fleet.fleet_documents import desired
 
 from edgebox.errors import EdgeboxError
 from edgebox.fleet.document import Artifact, Desired, Targets, WantedModel, document_bytes
@@ -18,6 +17,7 @@ from edgebox.fleet.operator.next_document import (
     rollback_model,
 )
 from edgebox.fleet.signing import sign_envelope
+from fleet_documents import desired
 
 V6 = Artifact("https://store/m-6.tar.gz", "6" * 64, 6)
 V7 = Artifact("https://store/m-7.tar.gz", "7" * 64, 7)
