@@ -28,7 +28,10 @@ MQTT, inference or the dashboard.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -196,7 +199,7 @@ class FleetAgent:
             generation = desired.generation
             self._check(desired, key_id)
         except Refused as exc:
-            self._refuse(exc, digest, generation)
+            self._refuse(exc, digest, generation or _claimed_generation(payload))
             return
         self._applied = Applied(desired.generation, payload)
         self._store.save(self._applied)
@@ -415,6 +418,19 @@ class FleetAgent:
             return
         self._reported = report
         self._setup.publish(FleetReported(report))
+
+
+def _claimed_generation(payload: bytes) -> int:
+    """The generation an envelope that did not verify claims, read only to
+    say which deploy was refused (an operator's tool halts on it); 0 when
+    it cannot be read. Nothing else of it is used."""
+    try:
+        envelope = json.loads(payload)
+        document = json.loads(base64.b64decode(envelope["document"], validate=True))
+        generation = document["generation"]
+    except (ValueError, TypeError, KeyError, binascii.Error):
+        return 0
+    return generation if isinstance(generation, int) and not isinstance(generation, bool) else 0
 
 
 def _same(one: dict, other: dict) -> bool:
