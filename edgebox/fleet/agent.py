@@ -367,6 +367,7 @@ class FleetAgent:
         finally:
             shutil.rmtree(unpacked, ignore_errors=True)
         progress.failures = 0
+        downloaded.path.unlink(missing_ok=True)
         log.info("fleet: model '%s' version %d published into %s", name, wanted.version, folder)
         return "rolling_out", ""
 

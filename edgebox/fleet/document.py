@@ -1,6 +1,6 @@
 """The desired state of a group of devices: which version of which model,
 where its artifact is, how it rolls out and which devices it is for
-(docs/fleet.md, ``docs/schemas/fleet-desired.schema.json``).
+(docs/fleet.md, ``docs/schemas/fleet_desired.schema.json``).
 
 A document arrives from the broker, so it is read as hostile input even
 after its signature verified (a trusted key can still sign a mistake):

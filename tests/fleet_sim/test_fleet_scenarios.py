@@ -35,6 +35,7 @@ from edgebox.fleet.artifacts import pack
 from edgebox.fleet.signing import generate_key
 from fleet_sim.device import FleetSection
 from fleet_sim.models import MODEL, write_lane_version
+from fleet_sim.test_harness import DEVICE_RSS_BUDGET_MB
 from mosquitto_broker import Subscriber
 
 GROUP = "line-3"
@@ -266,3 +267,13 @@ def test_prometheus_sees_every_device_at_the_last_generation(fleet, prometheus, 
         30,
         what="Prometheus's fleet view",
     )
+
+
+def test_the_agent_keeps_the_daemon_within_its_budget(fleet, capsys):
+    """After the whole day of deploys: the daemons' memory with their fleet
+    agents, beside test_harness.py's figure for daemons without one."""
+    footprint = fleet.footprint()
+    with capsys.disabled():
+        print(f"\nfleet footprint with the agent, after the deploys: {footprint.line()}")
+    assert footprint.devices == fleet.size
+    assert footprint.rss_max_mb < DEVICE_RSS_BUDGET_MB
