@@ -52,7 +52,6 @@ from edgebox.fleet.state_store import Applied, FleetStore
 from edgebox.fleet.targeting import targets_device
 from edgebox.repository.publish import publish_version
 from edgebox.repository.rollback import ROLLED_BACK, roll_back, version_folders
-from edgebox.repository.rollout_policy import policy_from_mapping
 
 log = logging.getLogger("edgebox.fleet")
 
@@ -202,7 +201,15 @@ class FleetAgent:
             self._refuse(exc, digest, generation or _claimed_generation(payload))
             return
         self._applied = Applied(desired.generation, payload)
-        self._store.save(self._applied)
+        try:
+            self._store.save(self._applied)
+        except OSError as exc:
+            log.error(
+                "fleet: cannot keep generation %d in %s (%s): applied until the next restart",
+                desired.generation,
+                self._store.path,
+                exc,
+            )
         self._figures.set_generation(desired.generation)
         log.info(
             "fleet: applying generation %d of group '%s' (%s)",
@@ -251,6 +258,8 @@ class FleetAgent:
         progress of the others (a new generation for another model must not
         download this one again)."""
         previous = self._desired.models if self._desired is not None else {}
+        for name in set(previous) - set(desired.models):
+            self._view.set_policy(name, None)
         self._desired = desired
         kept = {}
         for name, wanted in desired.models.items():
@@ -337,7 +346,7 @@ class FleetAgent:
         self._set(name, progress, "downloading", "")
         self._publish_report()
         try:
-            policy = policy_from_mapping(wanted.rollout) if wanted.rollout is not None else None
+            self._view.set_policy(name, wanted.rollout)
         except (ValueError, EdgeboxError) as exc:
             progress.final = True
             return "failed", f"rollout: {exc}"
@@ -358,7 +367,6 @@ class FleetAgent:
         try:
             shutil.rmtree(unpacked, ignore_errors=True)
             artifacts.unpack(downloaded.path, unpacked)
-            self._view.set_policy(name, policy)
             publish_version(unpacked, setup.repository, name, wanted.version)
         except EdgeboxError as exc:
             progress.final = True

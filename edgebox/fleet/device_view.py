@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.lifecycle.rollout.rollouts import Rollouts
 from edgebox.lifecycle.states import ModelState
+from edgebox.repository.rollout_policy import policy_from_mapping
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,15 @@ class DeviceView:
         """A rollout (shadow or canary) of the model is deciding now."""
         return self._rollouts.status(model).get("stage", "none") not in ("none", "watching")
 
-    def set_policy(self, model: str, policy) -> None:
-        """The rollout policy the model's next version gets (None: its own)."""
+    def set_policy(self, model: str, fields: dict | None) -> None:
+        """The rollout policy the model's next version gets: ``fields`` over
+        the device's ``rollout:`` default, in place of the model's own
+        parameters (None: its own again). ValueError naming a bad field."""
+        policy = (
+            None
+            if fields is None
+            else policy_from_mapping(fields, self._rollouts.default_policy)
+        )
         self._rollouts.set_policy_override(model, policy)
 
     def _default(self, model: str) -> int | None:

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from edgebox.fleet.settings import FleetSettings
+from edgebox.fleet.signing import generate_key
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.settings import SECTIONS, Settings, load_settings
 
@@ -113,8 +114,7 @@ def test_commented_out_section_lists_every_field_at_its_default(tmp_path, name):
 
 def test_commented_out_fleet_section_lists_every_field_and_loads_with_its_examples(tmp_path):
     section = commented_section("fleet")
-    key = tmp_path / "release.pub"
-    key.write_text("a key file; the settings only open it\n", encoding="utf-8")
+    key = generate_key(tmp_path / "release")
     text = "\n".join(section).replace("/etc/edgebox/fleet/release.pub", str(key))
     path = tmp_path / "section.yaml"
     path.write_text("mqtt:\n" + text + "\n", encoding="utf-8")
