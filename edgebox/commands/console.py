@@ -3,6 +3,7 @@ format it writes to stderr (the journal's, under systemd)."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 
@@ -23,3 +24,16 @@ def configure_logging(verbose: int) -> None:
         format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+
+
+def argument_type(convert):
+    """``convert`` as an argparse type whose ValueError is the usage error
+    shown (argparse would otherwise print only 'invalid value')."""
+
+    def parse(text: str):
+        try:
+            return convert(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse

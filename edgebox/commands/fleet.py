@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from edgebox.commands.console import EXIT_OK, EXIT_PROBLEMS, EXIT_UNREACHABLE
+from edgebox.commands.console import EXIT_OK, EXIT_PROBLEMS, EXIT_UNREACHABLE, argument_type
 from edgebox.errors import EdgeboxError
 from edgebox.fleet.document import GROUP_PATTERN, Artifact, WantedModel
 from edgebox.fleet.operator.artifact_digest import file_digest, url_digest
@@ -60,12 +60,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "device that rejects or fails it",
     )
     _signing_options(deploy_parser)
-    deploy_parser.add_argument("--model", required=True, type=_argument(_model), metavar="M")
-    deploy_parser.add_argument("--version", required=True, type=_argument(_version), metavar="N")
+    deploy_parser.add_argument("--model", required=True, type=argument_type(_model), metavar="M")
+    deploy_parser.add_argument(
+        "--version", required=True, type=argument_type(_version), metavar="N"
+    )
     deploy_parser.add_argument(
         "--artifact",
         required=True,
-        type=_argument(_url),
+        type=argument_type(_url),
         metavar="URL",
         help="where devices download the version's artifact (http:// or https://)",
     )
@@ -78,7 +80,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     deploy_parser.add_argument(
         "--artifact-max-mb",
-        type=_argument(_positive),
+        type=argument_type(_positive),
         default=512.0,
         metavar="MB",
         help="largest artifact downloaded to hash it (default: 512)",
@@ -92,7 +94,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     deploy_parser.add_argument(
         "--waves",
-        type=_argument(parse_waves),
+        type=argument_type(parse_waves),
         default=parse_waves("100%"),
         metavar="W,W,...",
         help="device counts or percentages of the group's known devices, e.g. 1,10%%,100%% "
@@ -101,7 +103,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     deploy_parser.add_argument(
         "--wait",
         dest="wait_s",
-        type=_argument(_positive),
+        type=argument_type(_positive),
         default=DEFAULT_WAIT_S,
         metavar="SECONDS",
         help=f"longest wait for each wave to converge (default: {DEFAULT_WAIT_S:g})",
@@ -121,11 +123,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="send a model back to its previous version on every device of the group",
     )
     _signing_options(back)
-    back.add_argument("--model", required=True, type=_argument(_model), metavar="M")
+    back.add_argument("--model", required=True, type=argument_type(_model), metavar="M")
     back.add_argument(
         "--wait",
         dest="wait_s",
-        type=_argument(_positive),
+        type=argument_type(_positive),
         default=None,
         metavar="SECONDS",
         help="watch the devices for up to SECONDS (default: publish and return)",
@@ -138,17 +140,17 @@ def _broker_options() -> argparse.ArgumentParser:
     options.add_argument(
         "--broker",
         required=True,
-        type=_argument(_broker_url),
+        type=argument_type(_broker_url),
         metavar="URL",
         help="the group's MQTT broker: mqtt://HOST[:PORT] or mqtts://, ws://, wss://",
     )
     options.add_argument(
-        "--group", required=True, type=_argument(_group), metavar="G", help="the device group"
+        "--group", required=True, type=argument_type(_group), metavar="G", help="the device group"
     )
     options.add_argument(
         "--prefix",
         default="edgebox",
-        type=_argument(_prefix),
+        type=argument_type(_prefix),
         help="the devices' mqtt.topic_prefix (default: edgebox)",
     )
     options.add_argument(
@@ -165,7 +167,7 @@ def _broker_options() -> argparse.ArgumentParser:
     options.add_argument(
         "--settle",
         dest="settle_s",
-        type=_argument(_seconds),
+        type=argument_type(_seconds),
         default=1.0,
         metavar="SECONDS",
         help="time given to the broker's retained messages to arrive (default: 1)",
@@ -178,7 +180,7 @@ def _signing_options(parser: argparse.ArgumentParser) -> None:
         "--key",
         required=True,
         dest="private_key",
-        type=_argument(_private_key),
+        type=argument_type(_private_key),
         metavar="KEY",
         help="the Ed25519 private key (from `edgebox fleet keygen`) the devices trust",
     )
@@ -195,7 +197,7 @@ def _rollout_options(parser: argparse.ArgumentParser, default_help: str = "") ->
     )
     parser.add_argument(
         "--rollout-samples",
-        type=_argument(_samples),
+        type=argument_type(_samples),
         default=None,
         metavar="N",
         help="answers compared (shadow) or served (canary) before the version is judged",
@@ -356,16 +358,3 @@ def _samples(text: str) -> int:
     if samples < 1:
         raise ValueError(f"expected at least 1, got {text!r}")
     return samples
-
-
-def _argument(convert):
-    """``convert`` as an argparse type whose ValueError is the usage error
-    shown (argparse would otherwise print only 'invalid value')."""
-
-    def parse(text: str):
-        try:
-            return convert(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return parse

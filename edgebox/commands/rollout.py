@@ -16,7 +16,7 @@ import sys
 import urllib.parse
 from pathlib import Path
 
-from edgebox.commands.console import EXIT_OK, EXIT_PROBLEMS, EXIT_UNREACHABLE
+from edgebox.commands.console import EXIT_OK, EXIT_PROBLEMS, EXIT_UNREACHABLE, argument_type
 from edgebox.commands.rollout_summary import summaries, summary
 from edgebox.protocol.access_policy import API_KEY_HEADER, read_api_key
 from edgebox.protocol.http.daemon_client import (
@@ -56,24 +56,26 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="a model's rollout, held versions and last outcome; without MODEL, every "
         "rollout in progress",
     )
-    status.add_argument("model", nargs="?", default=None, type=_argument(_model), metavar="MODEL")
+    status.add_argument(
+        "model", nargs="?", default=None, type=argument_type(_model), metavar="MODEL"
+    )
     for action, text in _ACTIONS.items():
         parser = actions.add_parser(action, parents=[options], help=text)
-        parser.add_argument("model", type=_argument(_model), metavar="MODEL")
+        parser.add_argument("model", type=argument_type(_model), metavar="MODEL")
 
 
 def _connection_options() -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument(
         "--url",
-        type=_argument(daemon_url),
+        type=argument_type(daemon_url),
         default=DEFAULT_URL,
         help=f"the daemon's HTTP API, as HOST:PORT or a URL (default: {DEFAULT_URL})",
     )
     options.add_argument(
         "--api-key-file",
         dest="api_key",
-        type=_argument(lambda text: read_api_key(Path(text))),
+        type=argument_type(lambda text: read_api_key(Path(text))),
         default=None,
         metavar="FILE",
         help=f"file holding the daemon's api_key_file key, sent in header '{API_KEY_HEADER}' "
@@ -82,7 +84,7 @@ def _connection_options() -> argparse.ArgumentParser:
     options.add_argument(
         "--header",
         dest="headers",
-        type=_argument(_header),
+        type=argument_type(_header),
         action="append",
         default=[],
         metavar="NAME=VALUE",
@@ -93,7 +95,7 @@ def _connection_options() -> argparse.ArgumentParser:
     )
     options.add_argument(
         "--timeout-s",
-        type=_argument(_positive_seconds),
+        type=argument_type(_positive_seconds),
         default=300.0,
         metavar="S",
         help="how long to wait for the daemon's answer (a release may load a model; default: 300)",
@@ -156,16 +158,3 @@ def _positive_seconds(text: str) -> float:
     if not seconds > 0:
         raise ValueError(f"expected a number of seconds above 0, got '{text}'")
     return seconds
-
-
-def _argument(convert):
-    """``convert`` as an argparse type whose ValueError is the usage error
-    shown (argparse would otherwise print only 'invalid value')."""
-
-    def parse(text: str):
-        try:
-            return convert(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return parse
