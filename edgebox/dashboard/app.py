@@ -32,6 +32,7 @@ from edgebox.dashboard.session_key import load_or_create_session_key
 from edgebox.dashboard.sessions import SessionEpoch, SessionRules
 from edgebox.dashboard.settings import DashboardSettings
 from edgebox.dashboard.state import EXTENSION, DashboardState
+from edgebox.dashboard.vendor_check import warn_if_vendor_missing
 
 INSTALLED_WEB_ROOT = Path("/usr/share/edgebox/web")
 """Where the .deb puts ``web/`` (debian/rules)."""
@@ -66,6 +67,7 @@ def create_app(
     ``settings.resolved_session_key_path``; the session epoch is kept beside
     it either way. ``clock``: the wall clock sessions are timed by."""
     root = web_root or find_web_root()
+    warn_if_vendor_missing(root)
     app = Flask(
         "edgebox.dashboard",
         template_folder=str(root / "templates"),
