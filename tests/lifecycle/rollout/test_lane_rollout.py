@@ -56,7 +56,9 @@ def test_a_detector_is_judged_by_where_its_lanes_are(
     rollout_stack, tmp_path, shift_px, state, reason
 ):
     repository = copy_demo_repository(tmp_path / "models")
-    stack = rollout_stack(watch_s=600)
+    # Lanes are what this judges; the lane network's latency on a loaded
+    # 2-core CI box swings past any ratio (latency has its own tests).
+    stack = rollout_stack(watch_s=600, latency_allowance_ms=60_000)
     stack.manager.load_model("lane_pipeline")
     _frame_requests(stack, 2)
     _shifted_detector(
