@@ -21,10 +21,12 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from edgebox.backends import BackendCatalog
 from edgebox.caching.response_cache import ResponseCache
 from edgebox.dashboard.deps import DashboardDeps
+from edgebox.dashboard.password_file import exposure
 from edgebox.dashboard.server import DashboardServer
 from edgebox.dataplane import DataPlane
 from edgebox.devices import gpu_ids
@@ -38,6 +40,7 @@ from edgebox.lifecycle.registry import ModelRegistry
 from edgebox.lifecycle.rollout.rollouts import Rollouts
 from edgebox.lifecycle.rollout.state_directory import open_state
 from edgebox.live_reload import reload_settings
+from edgebox.log_ring import LogRing
 from edgebox.metrics.collector import MetricsCollector
 from edgebox.metrics.server import MetricsServer
 from edgebox.mqtt.bridge import build_forwarder, result_tap
@@ -67,12 +70,15 @@ class Daemon:
         settings: Settings,
         reread: Callable[[], Settings] | None = None,
         catch_faults: bool = False,
+        log_ring: LogRing | None = None,
     ) -> None:
         """``reread`` builds the settings again from the same layers as at
         start (the CLI's file, environment and flags), for SIGHUP; raises
         SettingsError when they are wrong. None: nothing to re-read.
         ``catch_faults``: this process is the daemon, so fatal errors are
-        reported into the state directory (``state_directory.py``)."""
+        reported into the state directory (``state_directory.py``).
+        ``log_ring``: the recent log records the dashboard's Logs page shows
+        (None: the page says logs are not kept)."""
         self.settings = settings
         """What the daemon runs on: after a reload, the live fields' new
         values and the others' old ones."""
@@ -185,6 +191,7 @@ class Daemon:
                     telemetry=self.telemetry,
                     mqtt=self.mqtt,
                     frames=self.streams.latest_frames,
+                    logs=log_ring,
                 ),
                 settings.dashboard,
                 settings.host,
@@ -447,11 +454,24 @@ class Daemon:
 
 def run_daemon(settings: Settings, reread: Callable[[], Settings] | None = None) -> int:
     """``reread``: see ``Daemon``; the CLI passes one that redoes its layering."""
-    daemon = Daemon(settings, reread, catch_faults=True)
+    log_ring = LogRing().install()
+    _warn_if_password_hash_exposed(settings)
+    daemon = Daemon(settings, reread, catch_faults=True, log_ring=log_ring)
     signal.signal(signal.SIGTERM, daemon.request_stop)
     signal.signal(signal.SIGINT, daemon.request_stop)
     signal.signal(signal.SIGHUP, daemon.request_reload)
     return daemon.run()
+
+
+def _warn_if_password_hash_exposed(settings: Settings) -> None:
+    """A hash can be attacked offline: say so at start when the settings file
+    holding it is readable by more than its owner and the daemon's group."""
+    source = settings.sources.get("dashboard.password_hash")
+    if not settings.dashboard.password_hash or not source or not Path(source).is_file():
+        return  # from a flag or the environment: no file to judge
+    problem = exposure(Path(source))
+    if problem is not None:
+        log.warning("Dashboard: %s holds the password hash but %s", source, problem)
 
 
 def _is_loopback(address: str) -> bool:

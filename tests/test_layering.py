@@ -147,6 +147,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "backoff",
         "log_limiter",
         "secrets_mask",
+        "log_ring",
         "audit",
         "sd_notify",
         "wsgi_port",

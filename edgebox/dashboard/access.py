@@ -5,7 +5,8 @@ answer (docs/dashboard.md, "Security").
   field ``csrf_token`` from a plain form): else 403.
 - Actions (the API's POSTs) need a logged-in session: else 403.
 - Reads (pages, GET API) need one too unless ``anonymous_read``: a page
-  redirects to the login, the API answers 401.
+  redirects to the login, the API answers 401. The Logs page and its API
+  always need one: log lines name clients and users.
 - The login page, the session endpoint and static files are always open.
 
 Whether a session is logged in is ``SessionRules``' call (sessions.py): the
@@ -28,6 +29,7 @@ from edgebox.dashboard.state import state
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FIELD = "csrf_token"
 OPEN_ENDPOINTS = ("auth.login_page", "auth.login", "auth.logout", "api.session", "static")
+LOGIN_ALWAYS = ("api.logs", "pages.logs")
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; frame-ancestors 'none'"
@@ -47,7 +49,7 @@ def install_access_rules(app: Flask, sessions: SessionRules, anonymous_read: boo
             return None
         if request.method == "POST":
             return _refused(403, "this action needs a login: log in as 'admin' first")
-        if anonymous_read:
+        if anonymous_read and endpoint not in LOGIN_ALWAYS:
             return None
         if request.path.startswith("/api/"):
             return _refused(401, "the dashboard needs a login (POST /login)")

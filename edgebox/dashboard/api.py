@@ -24,6 +24,9 @@ from edgebox.repository_control import ROLLOUT_ACTIONS
 api = Blueprint("api", __name__, url_prefix="/api/v1")
 
 MAX_HISTORY_S = 86400
+MAX_LOG_LINES = 2000
+MAX_LOG_QUERY_CHARS = 200
+LOG_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 
 
 @api.get("/session")
@@ -212,6 +215,30 @@ def events() -> Response | tuple:
         return _error(400, f"'after': expected an event id (an integer), got {raw!r}")
     listed, last_id = state().events.after(after)
     return jsonify(events=listed, last_id=last_id)
+
+
+@api.get("/logs")
+def logs() -> Response | tuple:
+    """The daemon's recent log lines, oldest first: ``level`` the lowest
+    shown, ``q`` a text the logger name or message holds (any case),
+    ``limit`` the newest lines kept. Needs a login even with
+    ``anonymous_read`` (access.py): lines name clients and users."""
+    level_name = request.args.get("level", "DEBUG").upper()
+    if level_name not in LOG_LEVELS:
+        expected = ", ".join(LOG_LEVELS)
+        return _error(400, f"'level': expected one of {expected}, got {request.args['level']!r}")
+    text = request.args.get("q", "")
+    if len(text) > MAX_LOG_QUERY_CHARS:
+        return _error(400, f"'q': expected at most {MAX_LOG_QUERY_CHARS} characters")
+    limit = _query_number("limit", "200", int)
+    if limit is None or not 1 <= limit <= MAX_LOG_LINES:
+        raw = request.args["limit"]
+        return _error(400, f"'limit': expected a number of lines 1..{MAX_LOG_LINES}, got {raw!r}")
+    ring = state().deps.logs
+    if ring is None:
+        return jsonify(lines=[], reason="log lines are not kept by this process")
+    lines = ring.lines(LOG_LEVELS[level_name], text, limit)
+    return jsonify(lines=[line.as_dict() for line in lines])
 
 
 def _act(name: str, action: str, call) -> Response | tuple:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from edgebox.events import EventBus, StreamStatus
+from edgebox.log_ring import LogRing
 from edgebox.mqtt.link_stats import MqttStats
 from edgebox.streams.latest_frames import LatestFrames
 from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
@@ -59,3 +60,5 @@ class DashboardDeps:
     """None when MQTT is off."""
     frames: LatestFrames | None = None
     """Each stream's latest frame and result (``StreamManager.latest_frames``)."""
+    logs: LogRing | None = None
+    """The daemon's recent log records (the Logs page); None: none are kept."""

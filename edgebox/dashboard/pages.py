@@ -8,7 +8,13 @@ from flask import Blueprint, render_template
 
 pages = Blueprint("pages", __name__)
 
-PAGES = {"/": "overview", "/models": "models", "/streams": "streams", "/events": "events"}
+PAGES = {
+    "/": "overview",
+    "/models": "models",
+    "/streams": "streams",
+    "/events": "events",
+    "/logs": "logs",
+}
 
 
 def _page(name: str):

@@ -4,15 +4,18 @@ file as ``dashboard: password_hash:``.
 
 The file is edited as text, one section at a time, so its comments, order
 and other settings stay as the operator wrote them; it is replaced atomically
-with its owner and mode kept, less any permission for other users: a hash
-can be attacked offline, so only the owner and the group (root and edgebox,
-as the package's postinst sets it) may read it. The running daemon reads the
-hash at start.
+with its owner and mode kept, less any permission for other users and the
+group's write: a hash can be attacked offline, so only the owner may change
+it and only the owner and the group (root and edgebox, as the package's
+postinst sets it: the daemon runs as edgebox and must read it) may read it.
+A file whose group is not the daemon's gets mode 0600. The daemon reads the
+hash at start and warns when the file is more open than that (``exposure``).
 """
 
 from __future__ import annotations
 
 import getpass
+import grp
 import os
 import re
 import stat
@@ -24,7 +27,8 @@ import yaml
 from werkzeug.security import generate_password_hash
 
 MIN_LENGTH = 8
-NOT_FOR_OTHERS = stat.S_IRWXO
+DAEMON_GROUP = "edgebox"
+NOT_FOR_OTHERS = stat.S_IRWXO | stat.S_IWGRP | stat.S_IXGRP
 _SECTION = re.compile(r"^dashboard\s*:(?P<rest>.*)$")
 _TOP_LEVEL = re.compile(r"^[^\s#]")
 _HASH_LINE = re.compile(r"^(?P<indent>[ \t]+)password_hash\s*:")
@@ -110,7 +114,10 @@ def _replace(path: Path, text: str) -> None:
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(text)
-        os.chmod(temporary, status.st_mode & 0o7777 & ~NOT_FOR_OTHERS)
+        mode = status.st_mode & 0o7777 & ~NOT_FOR_OTHERS
+        if not _daemon_group(status.st_gid):
+            mode &= ~stat.S_IRWXG
+        os.chmod(temporary, mode)
         try:
             os.chown(temporary, status.st_uid, status.st_gid)
         except PermissionError:
@@ -119,6 +126,33 @@ def _replace(path: Path, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def exposure(path: Path) -> str | None:
+    """What is wrong with who may read ``path``: None when only its owner
+    and the daemon's group may, else the problem in words."""
+    try:
+        status = path.stat()
+    except OSError as exc:
+        return f"its mode cannot be read ({exc.strerror or exc})"
+    mode = stat.S_IMODE(status.st_mode)
+    if mode & stat.S_IROTH:
+        return f"every local user may read it (mode {mode:04o}; fix: sudo chmod o-rwx {path})"
+    if mode & stat.S_IRGRP and not _daemon_group(status.st_gid):
+        return (
+            f"group {status.st_gid} may read it and edgebox runs in group {os.getegid()} "
+            f"(mode {mode:04o}; fix: sudo chmod g-rwx {path})"
+        )
+    return None
+
+
+def _daemon_group(gid: int) -> bool:
+    """Whether ``gid`` is the daemon's group: ``edgebox`` when it exists
+    (``edgebox passwd`` runs as root), else this process's."""
+    try:
+        return grp.getgrnam(DAEMON_GROUP).gr_gid == gid
+    except KeyError:
+        return gid == os.getegid()
 
 
 def _fail(message: str) -> int:

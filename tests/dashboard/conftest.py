@@ -22,7 +22,7 @@ def web_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("web")  # not in tmp_path: that is the model repository
     (root / "templates").mkdir(parents=True)
     (root / "static").mkdir()
-    for page in ("overview", "models", "streams", "events"):
+    for page in ("overview", "models", "streams", "events", "logs"):
         (root / "templates" / f"{page}.html").write_text(PAGE)
     (root / "templates" / "login.html").write_text(PAGE + "error={{ error }} next={{ next }}\n")
     (root / "static" / "app.js").write_text("// the page's script\n")

@@ -12,7 +12,7 @@ import yaml
 from werkzeug.security import check_password_hash
 
 from edgebox.cli import main
-from edgebox.dashboard.password_file import set_password_hash
+from edgebox.dashboard.password_file import exposure, set_password_hash
 from edgebox.settings import load_settings
 
 HASH = "scrypt:32768:8:1$salt$" + "ab" * 32
@@ -74,8 +74,12 @@ def test_flow_and_empty_sections_become_blocks(tmp_path, section):
         assert document["dashboard"]["anonymous_read"] is True
 
 
-@pytest.mark.parametrize(("before", "after"), [(0o644, 0o640), (0o666, 0o660), (0o604, 0o600)])
-def test_leaves_the_file_unreadable_by_other_users(tmp_path, before, after):
+@pytest.mark.parametrize(
+    ("before", "after"), [(0o644, 0o640), (0o666, 0o640), (0o670, 0o640), (0o604, 0o600)]
+)
+def test_leaves_the_file_unreadable_by_other_users_and_unwritable_by_the_group(
+    tmp_path, before, after
+):
     path = tmp_path / "edgebox.yaml"
     path.write_text("http_port: 9000\n")
     os.chmod(path, before)
@@ -129,3 +133,20 @@ def test_passwd_names_a_config_file_it_cannot_read(tmp_path, monkeypatch, capsys
     missing = tmp_path / "nope" / "edgebox.yaml"
     assert main(["passwd", "--config", str(missing), "--stdin"]) == 1
     assert capsys.readouterr().err.startswith(f"edgebox passwd: cannot read '{missing}': ")
+
+
+def test_a_file_only_its_owner_and_the_daemons_group_read_is_not_exposed(tmp_path):
+    path = tmp_path / "edgebox.yaml"
+    path.write_text("{}\n")
+    os.chmod(path, 0o640)
+    os.chown(path, -1, os.getegid())
+    assert exposure(path) is None
+
+
+def test_a_file_every_user_reads_is_exposed_and_the_fix_is_named(tmp_path):
+    path = tmp_path / "edgebox.yaml"
+    path.write_text("{}\n")
+    os.chmod(path, 0o644)
+    assert exposure(path) == (
+        f"every local user may read it (mode 0644; fix: sudo chmod o-rwx {path})"
+    )
