@@ -71,11 +71,11 @@
     const rows = versions.length
       ? versions.map((version) =>
           el("tr", { dataset: { version: String(version.version ?? "") } }, [
-            el("td", {}, [known(version.version) ? String(version.version) : "–"]),
-            el("td", { class: "version-state" }, [stateTag(version.state)]),
-            el("td", { class: "reason" }, [version.reason || ""]),
-            el("td", {}, [version.device || "–"]),
-            el("td", { class: "notes" }, [notesText(version.notes)]),
+            el("td", { dataset: { label: "Version" } }, [known(version.version) ? String(version.version) : "–"]),
+            el("td", { class: "version-state", dataset: { label: "State" } }, [stateTag(version.state)]),
+            el("td", { class: "reason", dataset: { label: "Reason" } }, [version.reason || ""]),
+            el("td", { dataset: { label: "Device" } }, [version.device || "–"]),
+            el("td", { class: "notes", dataset: { label: "Notes" } }, [notesText(version.notes)]),
           ]),
         )
       : [el("tr", {}, [el("td", { colspan: "5", class: "subtle" }, ["No versions found."])])];
