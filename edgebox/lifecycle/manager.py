@@ -208,7 +208,7 @@ class LifecycleManager:
         if name not in self._registry.model_names():
             raise NotFound(f"unknown model '{name}'")
         configs = self._configs.snapshot()
-        names = [name] + self._served_dependents(name, configs)
+        names = [name, *self._served_dependents(name, configs)]
         if unload_dependents:
             with self._lock:
                 requested = set(self._requested)
