@@ -171,6 +171,11 @@ class RepositoryControl:
         finally:
             self._overrides.sweep(self._manager.override_folders_in_use)
 
+    def served_dependents(self, name: str) -> list[str]:
+        """The served ensembles that unloading ``name`` would take down with
+        it, so that a person can be asked first; [] for a model not known."""
+        return self._manager.served_dependents(name)
+
     # -- rollouts (any control mode; docs/rollout.md) -------------------------
 
     def rollout_status(self, name: str) -> dict:

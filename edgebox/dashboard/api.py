@@ -94,7 +94,32 @@ def load(name: str) -> Response | tuple:
 
 @api.post("/models/<name>/unload")
 def unload(name: str) -> Response | tuple:
-    return _act(name, "unload", lambda: state().deps.repository_control.unload_model(name))
+    """Unloading a model takes the loaded ensembles that use it down too (as
+    in Triton); the dashboard does that only when asked to knowingly: without
+    ``{"confirm": true}`` such an unload answers 409 naming them in
+    ``used_by``, and nothing is unloaded."""
+    body = request.get_json(silent=True)
+    confirm = body.get("confirm", False) if isinstance(body, dict) else False
+    if not isinstance(confirm, bool):
+        return _error(400, f"unload '{name}': 'confirm' must be true or false, got {confirm!r}")
+    deps = state().deps
+    used_by = deps.repository_control.served_dependents(name)
+    if used_by and not confirm and deps.control_mode == "explicit":
+        audit(
+            "unload",
+            current_user(),
+            logging.WARNING,
+            model=name,
+            result="not-confirmed",
+            used_by=",".join(used_by),
+        )
+        listed = ", ".join(f"'{ensemble}'" for ensemble in used_by)
+        message = (
+            f"unload '{name}': loaded ensembles use it and would be unloaded too: {listed}; "
+            'send {"confirm": true} to unload them all'
+        )
+        return jsonify(error=message, used_by=used_by), 409
+    return _act(name, "unload", lambda: deps.repository_control.unload_model(name))
 
 
 @api.post("/models/<name>/rollback")

@@ -62,6 +62,7 @@ def models_document(
                 "stats": summed_statistics(statistics.get(name, [])),
                 "last_error": last_error(name),
                 "rollout": _rollout_of(repository_control, name),
+                "used_by": repository_control.served_dependents(name),
             }
         )
     return {"control_mode": control_mode, "models": models}

@@ -446,4 +446,3 @@ def _same(one: dict, other: dict) -> bool:
     return {k: v for k, v in one.items() if k != "at"} == {
         k: v for k, v in other.items() if k != "at"
     }
-

@@ -59,9 +59,7 @@ class DeviceView:
         the device's ``rollout:`` default, in place of the model's own
         parameters (None: its own again). ValueError naming a bad field."""
         policy = (
-            None
-            if fields is None
-            else policy_from_mapping(fields, self._rollouts.default_policy)
+            None if fields is None else policy_from_mapping(fields, self._rollouts.default_policy)
         )
         self._rollouts.set_policy_override(model, policy)
 

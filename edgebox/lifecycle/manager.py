@@ -208,7 +208,7 @@ class LifecycleManager:
         if name not in self._registry.model_names():
             raise NotFound(f"unknown model '{name}'")
         configs = self._configs.snapshot()
-        names = [name] + [m for m in dependents_of(name, configs) if self._is_served(m)]
+        names = [name, *self._served_dependents(name, configs)]
         if unload_dependents:
             with self._lock:
                 requested = set(self._requested)
@@ -224,6 +224,14 @@ class LifecycleManager:
             self._failed.forget(model)
             with self._lock:
                 self._requested.discard(model)
+
+    def served_dependents(self, name: str) -> list[str]:
+        """The served ensembles that use ``name``, directly or through other
+        ensembles: those ``unload_model(name)`` takes down with it."""
+        return self._served_dependents(name, self._configs.snapshot())
+
+    def _served_dependents(self, name: str, configs) -> list[str]:
+        return [m for m in dependents_of(name, configs) if self._is_served(m)]
 
     def forget_model(self, name: str) -> None:
         """The model's folder is gone: unload it and drop its states."""

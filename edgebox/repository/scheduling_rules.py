@@ -36,6 +36,5 @@ def _priority_problems(name: str, batching) -> Iterator[Problem]:
         if not 1 <= level <= levels:
             yield (
                 "dynamic_batching.priority_queue_policy",
-                f"priority queue policy must have priority level in range [1, {levels}] "
-                f"for {name}",
+                f"priority queue policy must have priority level in range [1, {levels}] for {name}",
             )

@@ -80,15 +80,32 @@ def headless_chromium(log_path: Path | None = None) -> Iterator[WebDriver]:
         driver.set_window_size(*WINDOW)
         # The window includes the (invisible) browser frame: pin the page's own
         # viewport so screenshots are exactly WINDOW.
-        driver.execute_cdp_cmd(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": WINDOW[0], "height": WINDOW[1], "deviceScaleFactor": 1, "mobile": False},
-        )
+        set_viewport(driver, WINDOW)
         driver.set_page_load_timeout(30)
         yield driver
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+PHONE = (390, 844)
+"""A phone's viewport in CSS pixels (an iPhone 12 to 15's), for the layout tests."""
+
+
+def set_viewport(driver: WebDriver, size: tuple[int, int], mobile: bool = False) -> None:
+    """The page's viewport as ``size``; ``mobile`` also applies the page's
+    viewport meta tag as a phone's browser does. Pages already open resize."""
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": mobile},
+    )
+
+
+def prefer_colour_scheme(driver: WebDriver, scheme: str) -> None:
+    """What ``prefers-color-scheme`` answers from now on: "dark", "light", or
+    "" for the system's own."""
+    features = [{"name": "prefers-color-scheme", "value": scheme}] if scheme else []
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": features})
 
 
 def screenshot(driver: WebDriver, name: str) -> Path:

@@ -190,6 +190,7 @@ def test_models_list_versions_device_and_statistics(tmp_path, stack, make_app):
             },
             "held": [],
         },
+        "used_by": [],
     }
     assert by_name["never_loaded"]["stats"]["requests_success"] == 0
     assert by_name["never_loaded"]["stats"]["mean_request_us"] is None

@@ -17,8 +17,19 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from dashboard.browser import console_errors, headless_chromium, log_in, screenshot, texts
+from dashboard.browser import (
+    PHONE,
+    WINDOW,
+    console_errors,
+    headless_chromium,
+    log_in,
+    prefer_colour_scheme,
+    screenshot,
+    set_viewport,
+    texts,
+)
 from dashboard.dashboard_client import PASSWORD, PASSWORD_HASH
+from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 
 from daemon_process import DaemonProcess, explicit_control, wait_for
@@ -171,6 +182,99 @@ def test_events_page_lists_model_events_newest_first(daemon, anonymous):
     screenshot(anonymous, "events")
 
 
+PAGES = {
+    "overview": ("/", "#chart-cpu .uplot"),
+    "models": ("/models", '[data-model="add_sub"] .versions td.reason'),
+    "streams": ("/streams", '[data-stream="road"] .stream-state'),
+    "events": ("/events", "#events tr"),
+    "login": ("/login", "#login-form"),
+}
+
+
+@pytest.fixture
+def sized(anonymous):
+    """The anonymous browser; its viewport and colour scheme back to the
+    desktop's defaults afterwards, whatever the test set."""
+    yield anonymous
+    set_viewport(anonymous, WINDOW)
+    prefer_colour_scheme(anonymous, "")
+
+
+def page_width(driver) -> tuple[int, int]:
+    return driver.execute_script(
+        "return [document.documentElement.scrollWidth, window.innerWidth];"
+    )
+
+
+def element_width(driver, selector: str) -> float:
+    return driver.execute_script(
+        "return document.querySelector(arguments[0]).getBoundingClientRect().width;", selector
+    )
+
+
+@pytest.mark.parametrize(
+    ("size", "mobile", "label"), [(PHONE, True, "phone"), (WINDOW, False, "desktop")]
+)
+def test_every_page_fits_the_screen_without_scrolling_sideways(daemon, sized, size, mobile, label):
+    console_errors(sized)
+    set_viewport(sized, size, mobile)
+    for page, (path, content) in PAGES.items():
+        sized.get(f"{daemon.dashboard_url}{path}")
+        wait_for(lambda c=content: sized.find_elements(By.CSS_SELECTOR, c), 30, what=page)
+        assert sized.execute_script("return window.innerWidth;") == size[0]
+        scroll_width, inner_width = page_width(sized)
+        assert scroll_width <= inner_width, (page, label, scroll_width, inner_width)
+        screenshot(sized, f"{label}-{page}")
+        assert console_errors(sized) == [], (page, label)
+    sized.get(f"{daemon.dashboard_url}/models")
+    reason = '[data-model="add_sub"] .versions td.reason'
+    wait_for(lambda: sized.find_elements(By.CSS_SELECTOR, reason), 30, what="add_sub's reason")
+    # A reason squeezed to a letter a line is a few pixels wide; 40 characters need ~250.
+    assert element_width(sized, reason) >= min(250, size[0] * 0.6), label
+
+
+def test_charts_follow_the_window_down_to_a_phone(daemon, sized):
+    sized.get(f"{daemon.dashboard_url}/")
+    chart = "#chart-cpu .uplot"
+    wait_for(lambda: sized.find_elements(By.CSS_SELECTOR, chart), 30, what="the CPU chart")
+    desktop = element_width(sized, chart)
+    set_viewport(sized, PHONE, mobile=True)
+    wait_for(
+        lambda: (
+            desktop > element_width(sized, chart) <= element_width(sized, "#chart-cpu .chart") + 1
+        ),
+        10,
+        what="the CPU chart within its card at a phone's width",
+    )
+    assert page_width(sized)[0] <= PHONE[0]
+
+
+def luminance(driver, selector: str) -> float:
+    """The element's background's brightness, 0 (black) to 255 (white)."""
+    colour = driver.execute_script(
+        "return getComputedStyle(document.querySelector(arguments[0])).backgroundColor;", selector
+    )
+    red, green, blue = (int(part) for part in re.findall(r"\d+", colour)[:3])
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+def test_dark_mode_follows_the_system_setting(daemon, sized):
+    sized.get(f"{daemon.dashboard_url}/models")
+    card = '[data-model="add_sub"]'
+    wait_for(lambda: sized.find_elements(By.CSS_SELECTOR, card), 30, what="add_sub's card")
+    assert luminance(sized, "body") > 200
+    prefer_colour_scheme(sized, "dark")
+    assert luminance(sized, "body") < 60
+    assert luminance(sized, card) < 60
+    screenshot(sized, "dark-models")
+    set_viewport(sized, PHONE, mobile=True)
+    sized.get(f"{daemon.dashboard_url}/")
+    wait_for(lambda: sized.find_elements(By.CSS_SELECTOR, "#chart-cpu .uplot"), 30, what="a chart")
+    assert luminance(sized, "body") < 60
+    screenshot(sized, "dark-phone-overview")
+    assert console_errors(sized) == []
+
+
 def test_wrong_password_is_refused(daemon, anonymous):
     anonymous.get(f"{daemon.dashboard_url}/login")
     anonymous.find_element(By.ID, "username").send_keys("admin")
@@ -229,27 +333,58 @@ def test_logged_in_unload_button_changes_the_state_shown(daemon, anonymous):
 
     log_in(browser, f"{daemon.dashboard_url}/login", PASSWORD)
     browser.get(f"{daemon.dashboard_url}/models")
-    unload = '[data-model="add_sub"] button[data-action="unload"]'
+    unload = '[data-model="add_sub"] button[data-action="unload"]:not([disabled])'
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, unload), 30, what="the unload button")
+    assert texts(browser, '[data-model="add_sub"] .used-by') == ["used by square_diff"]
+
+    # add_sub is a step of the loaded ensemble square_diff: the page asks first.
     browser.find_element(By.CSS_SELECTOR, unload).click()
+    question = wait_for(lambda: alert_text(browser), 10, what="the unload's question")
+    assert question == (
+        "Unloading 'add_sub' also unloads the loaded ensembles that use it: "
+        "'square_diff'. Unload them all?"
+    )
+    browser.switch_to.alert.dismiss()
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, unload), 10, what="unload again")
+    assert version_state(browser, "add_sub") == "READY"
+    assert version_state(browser, "square_diff") == "READY"
+    assert texts(browser, '[data-model="add_sub"] .action-error') == []
+
+    browser.find_element(By.CSS_SELECTOR, unload).click()
+    wait_for(lambda: alert_text(browser), 10, what="the unload's question")
+    browser.switch_to.alert.accept()
     wait_for(
         lambda: version_state(browser, "add_sub") not in (None, "READY", "UNLOADING"),
         30,
         what="add_sub no longer shown READY",
     )
     assert version_state(browser, "add_sub") == "UNAVAILABLE"
+    wait_for(
+        lambda: version_state(browser, "square_diff") == "UNAVAILABLE",
+        10,
+        what="square_diff unloaded with add_sub",
+    )
     assert texts(browser, '[data-model="add_sub"] .action-error') == []
     screenshot(browser, "models-unloaded")
 
-    load = '[data-model="add_sub"] button[data-action="load"]'
-    wait_for(
-        lambda: browser.find_elements(By.CSS_SELECTOR, f"{load}:not([disabled])"),
-        10,
-        what="the load button",
-    )
-    browser.find_element(By.CSS_SELECTOR, load).click()
-    wait_for(lambda: version_state(browser, "add_sub") == "READY", 30, what="add_sub READY again")
+    for model in ("add_sub", "square_diff"):
+        load = f'[data-model="{model}"] button[data-action="load"]'
+        wait_for(
+            lambda load=load: browser.find_elements(By.CSS_SELECTOR, f"{load}:not([disabled])"),
+            10,
+            what=f"{model}'s load button",
+        )
+        browser.find_element(By.CSS_SELECTOR, load).click()
+        wait_for(lambda m=model: version_state(browser, m) == "READY", 30, what=f"{model} READY")
     screenshot(browser, "models")
+
+
+def alert_text(driver) -> str | None:
+    """The open dialog's text; None while there is none."""
+    try:
+        return driver.switch_to.alert.text
+    except NoAlertPresentException:
+        return None
 
 
 @pytest.mark.parametrize("asked", ["/%09/evil.example", "/%5Cevil.example"])

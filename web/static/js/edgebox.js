@@ -12,10 +12,13 @@ window.edgebox = (() => {
 
   const loggedIn = () => document.body.dataset.loggedIn === "true";
 
+  // `body` is the server's JSON answer when it sent one: some refusals carry
+  // more than the text (an unload's `used_by`).
   class ApiError extends Error {
-    constructor(status, message) {
+    constructor(status, message, body = null) {
       super(message);
       this.status = status;
+      this.body = body;
     }
   }
 
@@ -26,8 +29,8 @@ window.edgebox = (() => {
     try {
       text = await response.text();
       const body = JSON.parse(text);
-      if (body && typeof body.error === "string") return new ApiError(response.status, body.error);
-      if (body && typeof body.message === "string") return new ApiError(response.status, body.message);
+      if (body && typeof body.error === "string") return new ApiError(response.status, body.error, body);
+      if (body && typeof body.message === "string") return new ApiError(response.status, body.message, body);
     } catch (ignored) {
       // not JSON: use the text itself
     }

@@ -7,11 +7,13 @@
 // /api/v1/version-folders. A model with a rollout, a held version or a past
 // rollout shows the rollout panel (rollout.js) in its card, in every mode. A
 // refused action shows the server's error text in the model's card until the
-// next action.
+// next action. Unloading a model that loaded ensembles use would take them
+// down too: the API refuses with 409 and their names (`used_by`) unless the
+// POST says {"confirm": true}, and the page asks the user before sending it.
 "use strict";
 
 (() => {
-  const { el, replaceChildren, getJSON, postJSON, poll, loggedIn, known, number, stateTag } = window.edgebox;
+  const { ApiError, el, replaceChildren, getJSON, postJSON, poll, loggedIn, known, number, stateTag } = window.edgebox;
   const rolloutPanel = window.edgeboxRollout;
 
   const POLL_MS = 2000;
@@ -69,11 +71,11 @@
     const rows = versions.length
       ? versions.map((version) =>
           el("tr", { dataset: { version: String(version.version ?? "") } }, [
-            el("td", {}, [known(version.version) ? String(version.version) : "–"]),
-            el("td", { class: "version-state" }, [stateTag(version.state)]),
-            el("td", { class: "reason" }, [version.reason || ""]),
-            el("td", {}, [version.device || "–"]),
-            el("td", { class: "notes" }, [notesText(version.notes)]),
+            el("td", { dataset: { label: "Version" } }, [known(version.version) ? String(version.version) : "–"]),
+            el("td", { class: "version-state", dataset: { label: "State" } }, [stateTag(version.state)]),
+            el("td", { class: "reason", dataset: { label: "Reason" } }, [version.reason || ""]),
+            el("td", { dataset: { label: "Device" } }, [version.device || "–"]),
+            el("td", { class: "notes", dataset: { label: "Notes" } }, [notesText(version.notes)]),
           ]),
         )
       : [el("tr", {}, [el("td", { colspan: "5", class: "subtle" }, ["No versions found."])])];
@@ -92,18 +94,34 @@
 
   // POSTs /api/v1/models/<name>/<path>: `path` is the action's name, or
   // "rollout/promote" and the like; `label` names it in a refusal.
-  async function act(name, path, body, label = path) {
+  // `send` replaces the single POST (unload's ask-then-confirm).
+  async function act(name, path, body, label = path, send = postJSON) {
     pending.add(name);
     actionErrors.delete(name);
     render(lastAnswer);
     try {
-      await postJSON(`/api/v1/models/${encodeURIComponent(name)}/${path}`, body);
+      await send(`/api/v1/models/${encodeURIComponent(name)}/${path}`, body);
     } catch (error) {
       actionErrors.set(name, `${label} '${name}' failed: ${error.message}`);
     } finally {
       pending.delete(name);
     }
     await refresh();
+  }
+
+  // The first POST unloads only when no loaded ensemble uses the model; a
+  // 409 names those that do, and the user's "OK" sends it again confirmed.
+  async function unloadAsking(url, name) {
+    try {
+      return await postJSON(url, {});
+    } catch (error) {
+      const usedBy = error instanceof ApiError && error.status === 409 && error.body ? error.body.used_by : null;
+      if (!Array.isArray(usedBy) || !usedBy.length) throw error;
+      const listed = usedBy.map((ensemble) => `'${ensemble}'`).join(", ");
+      const question = `Unloading '${name}' also unloads the loaded ensembles that use it: ${listed}. Unload them all?`;
+      if (!window.confirm(question)) return null;
+      return postJSON(url, { confirm: true });
+    }
   }
 
   // docs/dashboard.md, rollback: every version folder newer than the one
@@ -143,7 +161,7 @@
       }, [ready ? "Reload" : "Load"]),
       el("button", {
         type: "button", class: "unload", disabled: busy || !ready, dataset: { action: "unload", model: model.name },
-        onclick: () => act(model.name, "unload"),
+        onclick: () => act(model.name, "unload", undefined, "unload", (url) => unloadAsking(url, model.name)),
       }, ["Unload"]),
     ]);
   }
@@ -173,9 +191,11 @@
       cards.set(model.name, entry);
     }
     const ready = (model.versions || []).some((version) => version.state === "READY");
-    updatePart(entry, "head", JSON.stringify([model.platform, ready, pending.has(model.name), loggedIn(), controlMode, folders.get(model.name)]), () => [
+    const usedBy = model.used_by || [];
+    updatePart(entry, "head", JSON.stringify([model.platform, usedBy, ready, pending.has(model.name), loggedIn(), controlMode, folders.get(model.name)]), () => [
       el("h2", {}, [model.name]),
       el("span", { class: "platform" }, [model.platform || ""]),
+      usedBy.length ? el("span", { class: "used-by" }, [`used by ${usedBy.join(", ")}`]) : null,
       actions(model),
     ]);
     const error = actionErrors.get(model.name) || "";

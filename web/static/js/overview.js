@@ -75,8 +75,19 @@
   let lastPollAt = 0;
   const plots = new Map();
 
+  // The card's width, whatever the screen: a phone's is narrower than any
+  // fixed minimum would allow without the page scrolling sideways.
   function chartWidth(container) {
-    return Math.max(240, container.clientWidth);
+    return Math.max(120, container.clientWidth);
+  }
+
+  // uPlot draws on a canvas, which CSS does not reach: the axes take the
+  // page's colours (light or dark, edgebox.css) when a chart is made.
+  function axisColours() {
+    const style = getComputedStyle(document.documentElement);
+    const ink = style.getPropertyValue("--subtle").trim() || "#66717d";
+    const line = style.getPropertyValue("--line").trim() || "#dde2e7";
+    return { stroke: ink, grid: { stroke: line }, ticks: { stroke: line } };
   }
 
   function draw() {
@@ -121,7 +132,10 @@
                 value: (u, v) => number(v),
               })),
             ],
-            axes: [{ values: (u, splits) => splits.map(clockOf) }, { size: 50 }],
+            axes: [
+              { values: (u, splits) => splits.map(clockOf), ...axisColours() },
+              { size: 50, ...axisColours() },
+            ],
             legend: { live: false },
           },
           data,
