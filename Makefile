@@ -15,7 +15,8 @@ APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use
 apt_install = $(APT_GET) install --no-install-recommends $(1) \
 	|| { $(APT_GET) update && $(APT_GET) install --no-install-recommends $(1); }
 
-$(STAMP): setup.cfg pyproject.toml
+# setup.py builds web/static/vendor (or stops): web-assets first brings npm.
+$(STAMP): setup.cfg setup.py pyproject.toml | web-assets
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install -e '.[cpu,test]'

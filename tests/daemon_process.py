@@ -48,8 +48,20 @@ def wait_for(
 
 
 class DaemonProcess:
-    def __init__(self, repository: Path, log_path: Path, args: list[str], env: dict | None = None):
+    def __init__(
+        self,
+        repository: Path,
+        log_path: Path,
+        args: list[str],
+        env: dict | None = None,
+        python: str = sys.executable,
+        cwd: Path | None = None,
+    ):
+        """``python`` and ``cwd``: another interpreter (an installed copy's
+        venv) and where it starts, so the checkout is not on its path."""
         self.repository = repository
+        self.python = python
+        self.cwd = cwd
         self.log_path = log_path
         self.args = args
         self.env = env
@@ -93,7 +105,7 @@ class DaemonProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **(self.env or {})}
         env = {k: v for k, v in env.items() if not k.startswith("EDGEBOX_")} | (self.env or {})
         command = [
-            sys.executable,
+            self.python,
             "-m",
             "edgebox",
             "serve",
@@ -119,7 +131,7 @@ class DaemonProcess:
         ]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            command, stdout=self._log, stderr=subprocess.STDOUT, env=env
+            command, stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=self.cwd
         )
         self.port = int(
             wait_for(self._bound_port, 30, what=f"the daemon to listen ({self.log_path})")
