@@ -34,6 +34,8 @@ from edgebox.events import EventBus
 from edgebox.fleet.agent import FleetAgent
 from edgebox.fleet.figures import FleetFigures
 from edgebox.fleet.wiring import build_agent
+from edgebox.history.persistence import FILE_NAME as HISTORY_FILE_NAME
+from edgebox.history.sampler import HistorySampler
 from edgebox.lifecycle.limits import LoadLimits, default_max_threads_per_instance
 from edgebox.lifecycle.manager import LifecycleManager
 from edgebox.lifecycle.registry import ModelRegistry
@@ -178,6 +180,14 @@ class Daemon:
             ),
             mqtt_interval_s=telemetry.mqtt_interval_s if settings.mqtt is not None else 0.0,
         )
+        self.history: HistorySampler | None = None
+        if settings.history.enabled:
+            self.history = HistorySampler(
+                self.dataplane.statistics,
+                self.telemetry,
+                settings.history,
+                settings.state_directory / HISTORY_FILE_NAME,
+            )
         self.dashboard: DashboardServer | None = None
         if settings.dashboard.enabled:
             self.dashboard = DashboardServer.build(
@@ -192,6 +202,7 @@ class Daemon:
                     mqtt=self.mqtt,
                     frames=self.streams.latest_frames,
                     logs=log_ring,
+                    history=self.history,
                 ),
                 settings.dashboard,
                 settings.host,
@@ -269,6 +280,9 @@ class Daemon:
                 settings.mqtt.resolved_spool_path,
             )
         self.telemetry.start()
+        if self.history is not None:
+            self.history.load()
+            self.history.start()
         if self.response_cache is not None:
             log.info(
                 "Response cache: local, %d bytes, for models with response_cache enabled",
@@ -444,6 +458,8 @@ class Daemon:
         abandon.cancel()
         if not self.telemetry.stop(1.0):
             log.warning("telemetry: a read is still running; not waiting for it")
+        if self.history is not None and not self.history.stop(1.0):
+            log.warning("history: the sampler did not stop in time; its last minutes are not saved")
         if self.mqtt is not None and not self.mqtt.stop(max(1.0, deadline - time.monotonic())):
             log.warning("MQTT: the publisher did not stop in time; unsent messages stay spooled")
         log.info("stopped")

@@ -168,6 +168,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("telemetry", "streams"),
     ("mqtt",),
     ("fleet",),
+    ("history",),
     ("metrics", "dashboard"),
     (
         "settings",

@@ -26,6 +26,7 @@ from edgebox.dashboard.auth import auth
 from edgebox.dashboard.deps import DashboardDeps
 from edgebox.dashboard.event_ring import EventRing
 from edgebox.dashboard.frame_jpeg import FrameEncoder
+from edgebox.dashboard.history_api import history_api
 from edgebox.dashboard.login_limiter import LoginLimiter
 from edgebox.dashboard.pages import pages
 from edgebox.dashboard.session_key import load_or_create_session_key
@@ -104,6 +105,7 @@ def create_app(
     app.register_blueprint(api)
     app.register_blueprint(pages)
     app.register_blueprint(auth)
+    app.register_blueprint(history_api)
 
     @app.context_processor
     def page_context() -> dict[str, Any]:

@@ -15,6 +15,7 @@ from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
 
 if TYPE_CHECKING:
     from edgebox.dataplane import DataPlane
+    from edgebox.history.sampler import HistorySampler
     from edgebox.lifecycle.registry import ModelRegistry
     from edgebox.repository_control import RepositoryControl
 
@@ -62,3 +63,6 @@ class DashboardDeps:
     """Each stream's latest frame and result (``StreamManager.latest_frames``)."""
     logs: LogRing | None = None
     """The daemon's recent log records (the Logs page); None: none are kept."""
+    history: HistorySampler | None = None
+    """The downsampled record of request figures and telemetry (the History
+    page, ``/api/v1/history``); None: history is off."""

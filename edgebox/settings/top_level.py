@@ -18,6 +18,7 @@ from typing import Any
 from edgebox.caching.cache_config import cache_size_bytes
 from edgebox.dashboard.settings import DashboardSettings
 from edgebox.fleet.settings import FleetSettings
+from edgebox.history.settings import HistorySettings
 from edgebox.lifecycle.limits import (
     DEFAULT_MAX_INSTANCES_PER_MODEL,
     DEFAULT_MAX_INSTANCES_TOTAL,
@@ -274,6 +275,12 @@ class Settings:
     stricter default than Triton's); with it, other clients may call them with
     the key in header ``edgebox-api-key``. APIs in ``http_restricted_api``
     follow their group instead."""
+    history: HistorySettings = dataclasses.field(default_factory=HistorySettings)
+    """The dashboard's history of request figures and telemetry over 15 min,
+    1 h and 24 h (edgebox/history/, docs/dashboard.md "History"): on by
+    default; the 1 h and 24 h tiers are kept in ``state_directory`` across
+    restarts. ``history:`` in YAML, ``EDGEBOX_HISTORY_<FIELD>`` and
+    ``--history-<field>`` set single fields."""
 
     @property
     def sources(self) -> dict[str, str]:

@@ -188,6 +188,7 @@ PAGES = {
     "streams": ("/streams", '[data-stream="road"] .stream-state'),
     "events": ("/events", "#events tr"),
     "login": ("/login", "#login-form"),
+    "history": ("/history?model=add_sub", "#chart-requests .uplot"),
 }
 
 

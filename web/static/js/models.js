@@ -195,6 +195,7 @@
     updatePart(entry, "head", JSON.stringify([model.platform, usedBy, ready, pending.has(model.name), loggedIn(), controlMode, folders.get(model.name)]), () => [
       el("h2", {}, [model.name]),
       el("span", { class: "platform" }, [model.platform || ""]),
+      el("a", { class: "history-link", href: `/history?model=${encodeURIComponent(model.name)}` }, ["History"]),
       usedBy.length ? el("span", { class: "used-by" }, [`used by ${usedBy.join(", ")}`]) : null,
       actions(model),
     ]);

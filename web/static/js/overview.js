@@ -2,7 +2,9 @@
 // /api/v1/overview every 2 s; live uPlot charts of the last 15 minutes from
 // /api/v1/telemetry, loaded once whole and then extended with the samples newer
 // than the last one shown (the window asked for is the time since the last
-// answer, so a throttled background tab catches up without a gap).
+// answer, so a throttled background tab catches up without a gap). The range
+// picker (history_charts.js) swaps in the history's device points for 1 h
+// and 24 h (20 s and 8 min means, asked again every 10 s and 60 s).
 "use strict";
 
 (() => {
@@ -73,6 +75,10 @@
 
   let samples = [];
   let lastPollAt = 0;
+  const H = window.edgeboxHistory;
+  let range = H.initialRange();
+  let windowS = H.SPAN_S[range];
+  let historyFetchedAt = -Infinity;
   const plots = new Map();
 
   // The card's width, whatever the screen: a phone's is narrower than any
@@ -117,7 +123,10 @@
             scales: {
               // What there is, at least a minute, at most the window: the chart
               // fills up over the first 15 minutes, then scrolls.
-              x: { time: true, range: (u, min, max) => [Math.min(Math.max(min, max - WINDOW_S), max - 60), max] },
+              x: {
+                time: true,
+                range: (u, min, max) => (range === "15m" ? [Math.min(Math.max(min, max - windowS), max - 60), max] : [max - windowS, max]),
+              },
               y: chart.range ? { range: chart.range } : { auto: true },
             },
             series: [
@@ -128,7 +137,8 @@
                 width: 2,
                 dash: line.dash,
                 spanGaps: false,
-                points: { show: false },
+                // Dots only while a tier has few points (just after a start).
+                points: { show: () => range !== "15m" && samples.length < 40 },
                 value: (u, v) => number(v),
               })),
             ],
@@ -136,7 +146,7 @@
               { values: (u, splits) => splits.map(clockOf), ...axisColours() },
               { size: 50, ...axisColours() },
             ],
-            legend: { live: false },
+            legend: { live: true },
           },
           data,
           container,
@@ -155,18 +165,74 @@
     const newer = fresh.filter((sample) => sample.timestamp > last);
     if (!newer.length && samples.length) return false;
     samples = samples.concat(newer);
-    const oldest = samples[samples.length - 1].timestamp - WINDOW_S;
+    const oldest = samples[samples.length - 1].timestamp - windowS;
     const firstKept = samples.findIndex((sample) => sample.timestamp >= oldest);
     if (firstKept > 0) samples = samples.slice(firstKept);
     return true;
   }
 
   async function pollTelemetry() {
+    if (range !== "15m") return pollDeviceHistory();
+    const asked = range;
     const now = performance.now();
     const since = lastPollAt ? Math.ceil((now - lastPollAt) / 1000) + 5 : WINDOW_S;
     const answer = await getJSON(`/api/v1/telemetry?seconds=${Math.min(WINDOW_S, since)}`);
+    if (asked !== range) return;
     lastPollAt = now;
     if (addSamples(answer.samples || []) || !plots.size) draw();
+  }
+
+  // The history's device series as the samples the charts read (a null
+  // sample where points are missing, so lines break there).
+  function samplesFromHistory(answer) {
+    const device = answer.device || { timestamps: [], values: {} };
+    const value = (name, i) => (device.values[name] ? device.values[name][i] : null);
+    const named = (prefix, i, make) => {
+      const found = {};
+      for (const name of Object.keys(device.values)) {
+        if (name.startsWith(prefix) && known(value(name, i))) found[name.slice(prefix.length)] = make(value(name, i));
+      }
+      return found;
+    };
+    const step = answer.step_s || 20;
+    const made = [];
+    device.timestamps.forEach((timestamp, i) => {
+      const previous = made.length ? made[made.length - 1].timestamp : null;
+      if (previous !== null && timestamp - previous > step * 2.5) made.push({ timestamp: previous + step });
+      made.push({
+        timestamp,
+        cpu_pct: value("cpu_pct", i),
+        gpu: known(value("gpu_load_pct", i)) ? { load_pct: value("gpu_load_pct", i) } : null,
+        memory_used_bytes: value("memory_used_bytes", i),
+        memory_total_bytes: value("memory_total_bytes", i),
+        total_power_mw: value("total_power_mw", i),
+        temperatures_c: named("temperature_c.", i, (v) => v),
+        power: named("power_mw.", i, (v) => ({ power_mw: v })),
+      });
+    });
+    return made;
+  }
+
+  async function pollDeviceHistory() {
+    const asked = range;
+    const now = performance.now();
+    if (now - historyFetchedAt < (asked === "24h" ? 60000 : 10000)) return;
+    historyFetchedAt = now;
+    const answer = await getJSON(H.historyUrl({ series: "device", range: asked }));
+    if (asked !== range) return;
+    samples = samplesFromHistory(answer);
+    draw();
+  }
+
+  function chooseRange(chosen) {
+    range = chosen;
+    windowS = H.SPAN_S[chosen];
+    samples = [];
+    lastPollAt = 0;
+    historyFetchedAt = -Infinity;
+    document.getElementById("telemetry-csv").href = H.historyUrl({ series: "device", range }, "csv");
+    H.rememberInUrl({ range });
+    pollTelemetry().catch((error) => window.edgebox.showConnection(`Telemetry: ${error.message}`));
   }
 
   function facts(list, rows) {
@@ -255,6 +321,8 @@
   }
 
   document.addEventListener("DOMContentLoaded", () => {
+    H.rangePicker(document.getElementById("range-picker"), range, chooseRange);
+    document.getElementById("telemetry-csv").href = H.historyUrl({ series: "device", range }, "csv");
     poll(pollOverview, POLL_MS);
     poll(pollTelemetry, POLL_MS);
     poll(pollModelNames, 5000);
