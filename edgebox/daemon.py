@@ -191,6 +191,7 @@ class Daemon:
                     telemetry=self.telemetry,
                     mqtt=self.mqtt,
                     frames=self.streams.latest_frames,
+                    stream_health=self.streams,
                     logs=log_ring,
                 ),
                 settings.dashboard,

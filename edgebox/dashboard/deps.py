@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 from edgebox.events import EventBus, StreamStatus
 from edgebox.log_ring import LogRing
 from edgebox.mqtt.link_stats import MqttStats
+from edgebox.streams.health import StreamHealthReport
 from edgebox.streams.latest_frames import LatestFrames
 from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
 
@@ -41,6 +42,10 @@ class StreamStatusSource(Protocol):
     def status(self) -> list[StreamStatus]: ...
 
 
+class StreamHealthSource(Protocol):
+    def health(self) -> list[StreamHealthReport]: ...
+
+
 @dataclass(frozen=True)
 class DashboardDeps:
     dataplane: DataPlane
@@ -62,3 +67,5 @@ class DashboardDeps:
     """Each stream's latest frame and result (``StreamManager.latest_frames``)."""
     logs: LogRing | None = None
     """The daemon's recent log records (the Logs page); None: none are kept."""
+    stream_health: StreamHealthSource | None = None
+    """Each stream's health and recent rates (``StreamManager.health``)."""

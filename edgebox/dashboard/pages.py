@@ -14,6 +14,7 @@ PAGES = {
     "/streams": "streams",
     "/events": "events",
     "/logs": "logs",
+    "/board": "board",
 }
 
 
