@@ -25,7 +25,6 @@ from dashboard.browser import (
     prefer_colour_scheme,
     screenshot,
     set_viewport,
-    texts,
 )
 from selenium.webdriver.common.by import By
 
@@ -99,16 +98,19 @@ def page(browser):
 
 
 def advance_cpu_counters(root: Path) -> None:
-    """Adds 100 jiffies per core to proc/stat, ``core_busy_pct`` of them busy,
-    replacing the file whole so the daemon never reads half of it."""
+    """Adds 100 jiffies per core to proc/stat (and their sum to the ``cpu``
+    line), ``core_busy_pct`` of them busy, replacing the file whole so the
+    daemon never reads half of it."""
     stat = root / "proc/stat"
     lines = []
     for line in stat.read_text().splitlines():
         name, *fields = line.split()
-        if re.fullmatch(r"cpu\d+", name):
+        if re.fullmatch(r"cpu\d*", name):
             numbers = [int(f) for f in fields]
-            numbers[0] += core_busy_pct(int(name[3:]))
-            numbers[3] += 100 - core_busy_pct(int(name[3:]))
+            cores = [int(name[3:])] if name != "cpu" else range(CORES)
+            busy = sum(core_busy_pct(core) for core in cores)
+            numbers[0] += busy
+            numbers[3] += 100 * len(cores) - busy
             line = " ".join([name, *map(str, numbers)])
         lines.append(line)
     staged = stat.with_name("stat.new")
@@ -116,61 +118,104 @@ def advance_cpu_counters(root: Path) -> None:
     os.replace(staged, stat)
 
 
+BOARD_CELLS = """
+const rows = (table, key) => Object.fromEntries(
+  [...document.querySelectorAll(`#${table} tbody tr[data-${key}]`)].map((row) => [
+    row.dataset[key], [...row.querySelectorAll("td")].map((cell) => cell.textContent),
+  ]));
+const width = (element) => (element ? element.getBoundingClientRect().width : 0);
+return {
+  cores: [...document.querySelectorAll("#cores .core")].map((core) => [
+    core.querySelector(".value").textContent,
+    width(core.querySelector(".fill")) / width(core.querySelector(".bar")),
+  ]),
+  rails: rows("rails", "rail"),
+  engines: rows("engines", "engine"),
+  zones: rows("temperatures", "zone"),
+  total: document.getElementById("total-power").textContent,
+  source: document.getElementById("board-source").textContent,
+  facts: Object.fromEntries([...document.querySelectorAll("#board-facts dd[data-fact]")].map(
+    (dd) => [dd.dataset.fact, dd.textContent])),
+};
+"""
+"""Everything the Board page shows, read in one script so a refresh cannot
+land between two cells."""
+
+
+def board_cells(driver) -> dict:
+    return driver.execute_script(BOARD_CELLS)
+
+
 def test_board_shows_the_orin_trees_cores_rails_engines_and_zones(daemon, orin_tree, page):
     page.get(f"{daemon.dashboard_url}/board")
     wanted = [f"{core_busy_pct(core):.1f} %" for core in range(CORES)]
 
-    def cores_shown() -> bool:
+    def cores_shown() -> dict | None:
         advance_cpu_counters(orin_tree)
-        shown = texts(page, "#cores .core .value") == wanted
-        if shown:
-            screenshot(page, "board")
-        return shown
+        cells = board_cells(page)
+        return cells if [value for value, _ in cells["cores"]] == wanted else None
 
-    wait_for(cores_shown, 30, interval_s=0.2, what="each core's load on the Board page")
+    shown = wait_for(cores_shown, 30, interval_s=0.2, what="each core's load on the Board page")
+    screenshot(page, "board")
+    filled = [fill for _, fill in shown["cores"]]
+    assert filled == pytest.approx([core_busy_pct(core) / 100 for core in range(CORES)], abs=0.02)
     reading = SysfsSource(FIXTURE_TREE).read()
-    for rail, values in reading.power.items():
-        row = f'#rails tr[data-rail="{rail}"]'
-        assert texts(page, f"{row} .voltage") == [f"{values.voltage_mv / 1000:.2f} V"]
-        assert texts(page, f"{row} .current") == [f"{values.current_ma:.0f} mA"]
-        assert texts(page, f"{row} .power") == [f"{values.power_mw / 1000:.2f} W"]
-    assert texts(page, "#total-power") == [f"{reading.total_power_mw / 1000:.2f} W"]
-    assert texts(page, '#engines tr[data-engine="DLA0"] td') == ["DLA0", "off", UNKNOWN]
-    assert texts(page, '#engines tr[data-engine="DLA1"] td') == ["DLA1", "on", UNKNOWN]
-    zones = {zone: fixed(celsius, "0.1") for zone, celsius in reading.temperatures_c.items()}
-    shown = {z: t for z in zones for t in texts(page, f'#temperatures tr[data-zone="{z}"] .num')}
-    assert shown == zones
-    assert texts(page, '[data-fact="nvpmodel"]') == ["MAXN (mode 0)"]
-    assert texts(page, '[data-fact="fan"]') == [f"{reading.fan_pct:.0f} %"]
+    assert shown["rails"] == {
+        rail: [
+            rail,
+            f"{values.voltage_mv / 1000:.2f} V",
+            f"{values.current_ma:.0f} mA",
+            f"{values.power_mw / 1000:.2f} W",
+        ]
+        for rail, values in reading.power.items()
+    }
+    assert shown["total"] == f"{reading.total_power_mw / 1000:.2f} W"
+    assert shown["engines"] == {"DLA0": ["DLA0", "off", UNKNOWN], "DLA1": ["DLA1", "on", UNKNOWN]}
+    assert shown["zones"] == {
+        zone: [zone, fixed(celsius, "0.1")] for zone, celsius in reading.temperatures_c.items()
+    }
+    facts = shown["facts"]
+    mean_busy_pct = sum(core_busy_pct(core) for core in range(CORES)) / CORES
+    assert facts["cpu"] == f"{mean_busy_pct:.1f} %"
+    assert facts["nvpmodel"] == "MAXN (mode 0)"
+    assert facts["fan"] == f"{reading.fan_pct:.0f} %"
     # Not readable without root: shown unknown, not 0.
-    assert texts(page, '[data-fact="emc"]') == [UNKNOWN]
-    assert texts(page, '[data-fact="jetson_clocks"]') == [UNKNOWN]
-    assert texts(page, "#board-source") == ["from sysfs"]
+    assert (facts["emc"], facts["jetson_clocks"]) == (UNKNOWN, UNKNOWN)
+    assert shown["source"] == "from sysfs"
     assert console_errors(page) == []
+
+
+STREAM_CELLS = """
+const card = document.querySelector('[data-stream="road"]');
+const text = (selector) => { const e = card && card.querySelector(selector); return e ? e.textContent : null; };
+return card && {
+  badge: text(".stream-health"), fps: text(".fps"), reconnects: text(".reconnects"),
+  drops: text(".drops"), lastFrame: text(".last-frame"), summary: text(".health-history summary"),
+  history: [...card.querySelectorAll(".health-history li .state")].map((e) => e.textContent),
+};
+"""
+"""What the card of stream 'road' shows, read in one script."""
 
 
 def test_streams_page_shows_health_fps_and_last_frame(daemon, page):
     page.get(f"{daemon.dashboard_url}/streams")
-    card = '[data-stream="road"]'
-    wait_for(
+    shown = wait_for(
         lambda: (
-            texts(page, f"{card} .last-frame")
-            and texts(page, f"{card} .last-frame")[0].endswith(" ago")
+            (cells := page.execute_script(STREAM_CELLS))
+            and (cells["lastFrame"] or "").endswith(" ago")
+            and cells
         ),
         30,
         what="the last frame's age of stream 'road'",
     )
-    [badge] = texts(page, f"{card} .stream-health")
-    assert badge in HEALTHS
-    [fps] = texts(page, f"{card} .fps")
-    assert re.fullmatch(r"\d+\.\d fps of 10", fps), fps
-    assert texts(page, f"{card} .reconnects") == ["0"]
-    assert re.fullmatch(r"\d+ \(\d+ in last 5 s\)", texts(page, f"{card} .drops")[0])
-    summary = page.find_element(By.CSS_SELECTOR, f"{card} .health-history summary")
-    assert re.fullmatch(r"Health changes \(\d+\)", summary.text)
-    summary.click()
-    history = texts(page, f"{card} .health-history li .state")
-    assert history and set(history) <= HEALTHS
+    assert shown["badge"] in HEALTHS
+    assert re.fullmatch(r"\d+\.\d fps of 10", shown["fps"]), shown["fps"]
+    assert shown["reconnects"] == "0"
+    assert re.fullmatch(r"\d+ \(\d+ in last 5 s\)", shown["drops"]), shown["drops"]
+    assert re.fullmatch(r"Health changes \(\d+\)", shown["summary"]), shown["summary"]
+    assert shown["history"] and set(shown["history"]) <= HEALTHS
+    assert shown["history"][0] == shown["badge"], "newest first"
+    page.find_element(By.CSS_SELECTOR, '[data-stream="road"] .health-history summary').click()
     screenshot(page, "streams-health")
     assert console_errors(page) == []
 
