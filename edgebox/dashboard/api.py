@@ -228,6 +228,9 @@ def streams() -> Response:
 
 @api.get("/streams/<name>/frame.jpg")
 def frame(name: str) -> Response | tuple:
+    problem = name_problem(name)
+    if problem is not None:
+        return _error(400, problem)
     deps = state().deps
     names = {s.name for s in deps.streams.status()} if deps.streams is not None else set()
     if name not in names:

@@ -117,9 +117,10 @@ def test_snapshot_of_an_unknown_stream_is_not_found(road):
 @pytest.mark.parametrize(
     "name", ["<script>alert(1)<", "-road", "a" * 65, "road%22%3B%20x", "r%C3%B6ad", "%20"]
 )
-def test_snapshot_refuses_a_name_no_stream_can_have(road, name):
+@pytest.mark.parametrize("image", ["snapshot.jpg", "frame.jpg"])
+def test_stream_images_refuse_a_name_no_stream_can_have(road, name, image):
     client, _ = road
-    reply = client.get(f"/api/v1/streams/{name}/snapshot.jpg")
+    reply = client.get(f"/api/v1/streams/{name}/{image}")
     assert reply.status_code == 400
     assert reply.get_json()["error"].endswith(
         "expected letters, digits, '_', '.' and '-' (64 at most, starting with a letter or digit)"
