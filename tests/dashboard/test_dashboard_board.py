@@ -39,7 +39,8 @@ def test_board_from_jtop_has_rails_engines_emc_and_jetson_clocks(stack, make_app
     assert sample["source"] == "jtop"
     assert len(sample["cpu_per_core_pct"]) == 12
     assert sample["cpu_per_core_pct"][0] == pytest.approx(20.0)
-    assert sample["emc_pct"] == 14
+    assert (sample["emc_pct"], sample["emc_freq_mhz"]) == (14, 3199.0)
+    assert sample["cpu_freq_mhz"] == [2188.8] * 12
     assert sample["jetson_clocks"] is True
     assert (sample["nvpmodel"], sample["nvpmodel_id"]) == ("MAXN", 0)
     assert sample["fan_pct"] == 25.9
@@ -59,7 +60,12 @@ def test_board_from_sysfs_leaves_what_it_cannot_read_null(stack, make_app):
     document = get_anonymous(make_app, stack, telemetry_of(SysfsSource(AGX_ORIN_TREE)))
     sample = document["sample"]
     assert sample["source"] == "sysfs"
-    assert (sample["emc_pct"], sample["jetson_clocks"]) == (None, None)
+    assert (sample["emc_pct"], sample["emc_freq_mhz"], sample["jetson_clocks"]) == (
+        None,
+        None,
+        None,
+    )
+    assert sample["cpu_freq_mhz"][-1] is None
     assert sample["engines"]["DLA1"] == {"online": True, "freq_mhz": None}
     assert set(sample["power"]) == {"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO"}
     assert sample["power"]["VDD_GPU_SOC"]["voltage_mv"] == 4992

@@ -128,6 +128,7 @@ return {
   cores: [...document.querySelectorAll("#cores .core")].map((core) => [
     core.querySelector(".value").textContent,
     width(core.querySelector(".fill")) / width(core.querySelector(".bar")),
+    core.querySelector(".clock").textContent,
   ]),
   rails: rows("rails", "rail"),
   engines: rows("engines", "engine"),
@@ -153,13 +154,16 @@ def test_board_shows_the_orin_trees_cores_rails_engines_and_zones(daemon, orin_t
     def cores_shown() -> dict | None:
         advance_cpu_counters(orin_tree)
         cells = board_cells(page)
-        return cells if [value for value, _ in cells["cores"]] == wanted else None
+        return cells if [value for value, _, _ in cells["cores"]] == wanted else None
 
     shown = wait_for(cores_shown, 30, interval_s=0.2, what="each core's load on the Board page")
     screenshot(page, "board")
-    filled = [fill for _, fill in shown["cores"]]
+    filled = [fill for _, fill, _ in shown["cores"]]
     assert filled == pytest.approx([core_busy_pct(core) / 100 for core in range(CORES)], abs=0.02)
     reading = SysfsSource(FIXTURE_TREE).read()
+    clocks = [f"{mhz:.0f} MHz" if mhz is not None else UNKNOWN for mhz in reading.cpu_freq_mhz]
+    assert [clock for _, _, clock in shown["cores"]] == clocks
+    assert clocks[-1] == UNKNOWN, "the fixture's last core has no cpufreq"
     assert shown["rails"] == {
         rail: [
             rail,

@@ -1,7 +1,8 @@
-// Board: what jtop shows, from /api/v1/board every 2 s: per-core CPU bars,
-// EMC, GPU, fan, power mode and jetson_clocks, the power rails by name, the
-// engines (DLA, PVA, NVENC...) and every temperature zone. A value the
-// telemetry source cannot know (null) is shown as "–", never as 0.
+// Board: what jtop shows, from /api/v1/board every 2 s: per-core CPU bars and
+// clocks, EMC and GPU load and clock, fan, power mode and jetson_clocks, the
+// power rails by name, the engines (DLA, PVA, NVENC...) and every temperature
+// zone. A value the telemetry source cannot know (null) is shown as "–",
+// never as 0.
 "use strict";
 
 (() => {
@@ -25,10 +26,15 @@
     return known(sample.nvpmodel_id) ? `${name} (mode ${sample.nvpmodel_id})` : name;
   }
 
+  // "52.3 % at 1301 MHz"; either part "–" when unknown.
+  function clocked(loadPct, freqMhz) {
+    if (!known(loadPct) && !known(freqMhz)) return UNKNOWN;
+    return `${withUnit(loadPct, 1, "%")} at ${withUnit(freqMhz, 0, "MHz")}`;
+  }
+
   function gpu(sample, device) {
     if (!sample.gpu) return device && device.has_gpu ? UNKNOWN : "no GPU";
-    const load = withUnit(sample.gpu.load_pct, 1, "%");
-    return known(sample.gpu.freq_mhz) ? `${load} at ${number(sample.gpu.freq_mhz, 0)} MHz` : load;
+    return clocked(sample.gpu.load_pct, sample.gpu.freq_mhz);
   }
 
   function memory(sample) {
@@ -49,7 +55,7 @@
       ...fact("total_power", "Total power", watts(sample.total_power_mw)),
       ...fact("cpu", "CPU", withUnit(sample.cpu_pct, 1, "%")),
       ...fact("gpu", "GPU", gpu(sample, device)),
-      ...fact("emc", "EMC", withUnit(sample.emc_pct, 1, "%")),
+      ...fact("emc", "EMC", clocked(sample.emc_pct, sample.emc_freq_mhz)),
       ...fact("memory", "Memory", memory(sample)),
       ...fact("fan", "Fan", withUnit(sample.fan_pct, 0, "%")),
       ...fact("sampled", "Sampled", clock(sample.timestamp)),
@@ -70,10 +76,12 @@
         fill.style.width = `${Math.max(0, Math.min(100, load))}%`;
         bar.append(fill);
       }
+      const freq = (sample.cpu_freq_mhz || [])[index];
       return el("li", { class: "core", dataset: { core: String(index), known: String(known(load)) } }, [
         el("span", { class: "label" }, [`CPU${index + 1}`]),
         bar,
         el("span", { class: "value" }, [withUnit(load, 1, "%")]),
+        el("span", { class: "clock" }, [withUnit(freq, 0, "MHz")]),
       ]);
     }));
   }
