@@ -201,6 +201,7 @@ class Daemon:
                     telemetry=self.telemetry,
                     mqtt=self.mqtt,
                     frames=self.streams.latest_frames,
+                    stream_health=self.streams,
                     logs=log_ring,
                     history=self.history,
                 ),

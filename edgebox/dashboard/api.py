@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 
 from flask import Blueprint, Response, jsonify, request
 
 from edgebox import __version__
 from edgebox.dashboard.access import csrf_token, current_user
 from edgebox.dashboard.audit import audit
+from edgebox.dashboard.board import board_document
 from edgebox.dashboard.error_map import status_of
 from edgebox.dashboard.models_view import models_document
 from edgebox.dashboard.overview import device_document
+from edgebox.dashboard.snapshot import name_problem, snapshot_filename
 from edgebox.dashboard.state import state
 from edgebox.errors import EdgeboxError
 from edgebox.lifecycle.states import ModelState
@@ -208,18 +211,26 @@ def version_folders() -> Response:
 def streams() -> Response:
     deps = state().deps
     listed = []
+    now = time.time()
+    reports = deps.stream_health.health() if deps.stream_health is not None else []
+    health = {report.name: report for report in reports}
     for status in deps.streams.status() if deps.streams is not None else []:
         latest = deps.frames.get(status.name) if deps.frames is not None else None
         document = status.as_dict()
         document["latency"] = latest.result.as_dict()["latency"] if latest is not None else None
         document["frame_index"] = latest.result.frame_index if latest is not None else None
         document["frame_url"] = f"/api/v1/streams/{status.name}/frame.jpg"
+        document["snapshot_url"] = f"/api/v1/streams/{status.name}/snapshot.jpg"
+        document["health"] = health[status.name].as_dict(now) if status.name in health else None
         listed.append(document)
     return jsonify(streams=listed)
 
 
 @api.get("/streams/<name>/frame.jpg")
 def frame(name: str) -> Response | tuple:
+    problem = name_problem(name)
+    if problem is not None:
+        return _error(400, problem)
     deps = state().deps
     names = {s.name for s in deps.streams.status()} if deps.streams is not None else set()
     if name not in names:
@@ -307,3 +318,30 @@ def _states_by_model(index) -> dict[str, set]:
     for entry in index:
         states.setdefault(entry.name, set()).add(entry.state)
     return states
+
+
+@api.get("/board")
+def board() -> Response:
+    return jsonify(board_document(state().deps.telemetry))
+
+
+@api.get("/streams/<name>/snapshot.jpg")
+def snapshot(name: str) -> Response | tuple:
+    """The frame ``frame()`` serves, as a download named for the stream and
+    the frame's UTC time."""
+    problem = name_problem(name)
+    if problem is not None:
+        return _error(400, problem)
+    deps = state().deps
+    names = {s.name for s in deps.streams.status()} if deps.streams is not None else set()
+    if name not in names:
+        return _error(404, f"unknown stream '{name}'")
+    latest = deps.frames.get(name) if deps.frames is not None else None
+    data = state().frames.jpeg(name)
+    if latest is None or data is None:
+        return _error(409, f"stream '{name}' has no frame yet; try again once the page shows one")
+    response = Response(data, mimetype="image/jpeg")
+    filename = snapshot_filename(name, latest.result.timestamp)
+    response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response.headers["Cache-Control"] = "no-store"
+    return response

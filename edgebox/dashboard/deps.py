@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 from edgebox.events import EventBus, StreamStatus
 from edgebox.log_ring import LogRing
 from edgebox.mqtt.link_stats import MqttStats
+from edgebox.streams.health import StreamHealthReport
 from edgebox.streams.latest_frames import LatestFrames
 from edgebox.telemetry.sample import DeviceInfo, TelemetrySample
 
@@ -42,6 +43,10 @@ class StreamStatusSource(Protocol):
     def status(self) -> list[StreamStatus]: ...
 
 
+class StreamHealthSource(Protocol):
+    def health(self) -> list[StreamHealthReport]: ...
+
+
 @dataclass(frozen=True)
 class DashboardDeps:
     dataplane: DataPlane
@@ -66,3 +71,5 @@ class DashboardDeps:
     history: HistorySampler | None = None
     """The downsampled record of request figures and telemetry (the History
     page, ``/api/v1/history``); None: history is off."""
+    stream_health: StreamHealthSource | None = None
+    """Each stream's health and recent rates (``StreamManager.health``)."""

@@ -15,6 +15,7 @@ PAGES = {
     "/events": "events",
     "/logs": "logs",
     "/history": "history",
+    "/board": "board",
 }
 
 

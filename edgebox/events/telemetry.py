@@ -48,6 +48,9 @@ class TelemetrySnapshot(Event):
     """Engine -> ``online``, ``freq_mhz``."""
     timestamp: float
     """When the sample was taken, wall-clock seconds since the epoch."""
+    cpu_freq_mhz: tuple[float | None, ...] = ()
+    """Each core's clock, in core order; null where unknown."""
+    emc_freq_mhz: float | None = None
 
     def _rounded(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Floats to 0.01 (sensors are not more precise), lists as lists."""

@@ -157,5 +157,5 @@ class CaptureLoop:
             index = self._counters.frames_captured
             self._counters.frames_captured += 1
             captured = CapturedFrame(index, image, self._wall_clock(), done - started, done)
-            self._queue.put(captured)
+            self._counters.record_capture(captured.captured_at, self._queue.put(captured))
         return frames, None

@@ -12,6 +12,7 @@ from edgebox.backoff import Backoff
 from edgebox.dataplane import DataPlane
 from edgebox.events import EventBus, StreamStatus
 from edgebox.streams.frame_source import FrameSource
+from edgebox.streams.health import StreamHealthReport
 from edgebox.streams.latest_frames import LatestFrames
 from edgebox.streams.settings import StreamSettings
 from edgebox.streams.source_spec import SourceKind, SourceSpec
@@ -159,3 +160,7 @@ class StreamManager:
 
     def status(self) -> list[StreamStatus]:
         return [stream.status() for stream in self._streams]
+
+    def health(self) -> list[StreamHealthReport]:
+        """Each stream's health (edgebox/streams/health.py), in settings order."""
+        return [stream.health() for stream in self._streams]

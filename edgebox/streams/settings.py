@@ -20,6 +20,8 @@ from edgebox.streams.source_spec import parse_source
 MAX_QUEUE_FRAMES = 64
 MAX_IN_FLIGHT = 4
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+STREAM_NAME = _NAME
+"""What a stream's name may be; the dashboard's routes refuse anything else."""
 _RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "fps": (lambda v: v >= 0, "a number >= 0 (0: no cap)"),
     "queue_frames": (lambda v: 1 <= v <= MAX_QUEUE_FRAMES, f"an integer 1..{MAX_QUEUE_FRAMES}"),

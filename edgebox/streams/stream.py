@@ -17,6 +17,7 @@ from edgebox.streams.capture import CapturedFrame, CaptureLoop
 from edgebox.streams.counters import StreamCounters
 from edgebox.streams.frame_queue import FrameQueue
 from edgebox.streams.frame_source import FrameSource
+from edgebox.streams.health import HealthTracker, Signals, StreamHealthReport, Verdict
 from edgebox.streams.inference import InferenceLoop
 from edgebox.streams.latest_frames import LatestFrames
 from edgebox.streams.settings import StreamSettings
@@ -53,6 +54,8 @@ class Stream:
         self.spec = parse_source(config.source)
         self._bus = bus
         self._wall_clock = wall_clock
+        self._clock = clock
+        self._health = HealthTracker()
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._limiter = LogLimiter(config.log_interval_s, clock)
@@ -146,6 +149,41 @@ class Stream:
         with self._lock:
             return self._status_locked(self._current())
 
+    def health(self) -> StreamHealthReport:
+        """Judged now, and at every state change (so the history has the
+        reconnects and outages even when nobody is looking); a slowdown is
+        noticed when someone reads, which the Streams page does every 2 s."""
+        with self._lock:
+            verdict = self._judge_locked(self._current())
+            counters = self.counters
+            return StreamHealthReport(
+                name=self.name,
+                health=verdict.health,
+                reason=verdict.reason,
+                fps_configured=self.config.fps or None,
+                fps_achieved=counters.fps(),
+                capture_fps=counters.captures.per_s(),
+                dropped_recently=counters.drops.count(),
+                window_s=counters.results.window_s,
+                last_frame_at=counters.last_frame_at,
+                changes=self._health.changes(),
+            )
+
+    def _judge_locked(self, shown: tuple[StreamState, str, float | None]) -> Verdict:
+        state, reason, _ = shown
+        counters = self.counters
+        signals = Signals(
+            state=state,
+            reason=reason,
+            attempt=self._attempt,
+            fps_configured=self.config.fps or None,
+            fps_achieved=counters.fps(),
+            captured_recently=counters.captures.count(),
+            dropped_recently=counters.drops.count(),
+            window_s=counters.results.window_s,
+        )
+        return self._health.observe(signals, self._clock(), self._wall_clock())
+
     # -- reports from the threads ---------------------------------------------
 
     def _on_source(
@@ -184,6 +222,7 @@ class Stream:
         if shown == self._shown:
             return False
         previous, self._shown = self._shown, shown
+        self._judge_locked(shown)
         state, reason, _ = shown
         self._bus.publish(self._status_locked(shown))
         if previous is not None and previous[:2] == shown[:2]:

@@ -6,8 +6,9 @@ jetson-stats is AGPL-3.0: edgebox never depends on it and imports it only
 here, only when this source is opened on a machine where it is installed.
 
 The mapping follows jtop 4.x's documented properties (``jtop/jtop.py``):
-``cpu`` (``total`` and per-core ``cpu`` list, percentages), ``memory``
-(``RAM``/``EMC``; sizes in kB, EMC ``val`` in percent of bandwidth), ``gpu``
+``cpu`` (``total`` and per-core ``cpu`` list, percentages, ``freq.cur`` in
+kHz), ``memory`` (``RAM``/``EMC``; sizes in kB, EMC ``val`` in percent of
+bandwidth and ``cur`` in kHz), ``gpu``
 (per GPU ``status.load`` in percent, ``freq.cur`` in kHz), ``engine`` (group
 -> engine -> ``online``/``cur`` kHz), ``fan`` (per fan ``speed`` list, 0-100),
 ``temperature`` (per zone ``online``/``temp`` °C, -256 when offline),
@@ -138,6 +139,11 @@ class JtopSource:
             nvpmodel_id=nvpmodel.id if nvpmodel is not None else None,
             jetson_clocks=bool(clocks) if clocks is not None else None,
             engines=self._engines(jetson.engine),
+            cpu_freq_mhz=tuple(
+                _mhz(core.get("freq", {}).get("cur")) if core.get("online") else None
+                for core in cpu.get("cpu", [])
+            ),
+            emc_freq_mhz=_mhz(emc.get("cur")) if emc.get("online", True) else None,
         )
 
     @staticmethod

@@ -78,6 +78,11 @@ class TelemetrySample:
     jetson_clocks: bool | None = None
     engines: dict[str, EngineClock] = field(default_factory=dict)
     """E.g. "DLA0", "DLA1", "PVA0"."""
+    cpu_freq_mhz: tuple[float | None, ...] = ()
+    """Each core's current clock, in core order; None for an offline core
+    or one whose clock the source cannot read (empty: none can be)."""
+    emc_freq_mhz: float | None = None
+    """The external memory controller's clock (jtop only: debugfs)."""
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

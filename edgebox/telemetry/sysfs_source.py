@@ -24,9 +24,10 @@ Where each figure comes from (paths relative to ``root``):
   ``power/runtime_status`` is ``active``. Their clocks are in debugfs
   (root only): unknown here.
 - Fan: the hwmon named ``pwmfan``, ``pwm1`` of 255.
-- CPU: ``proc/stat`` between two reads; memory ``proc/meminfo``
+- CPU: ``proc/stat`` between two reads, clocks from each core's
+  ``cpufreq/scaling_cur_freq``; memory ``proc/meminfo``
   (used = MemTotal - MemAvailable).
-- EMC load and jetson_clocks need root (debugfs): None.
+- EMC load and clock and jetson_clocks need root (debugfs): None.
 """
 
 from __future__ import annotations
@@ -205,6 +206,7 @@ class SysfsSource:
             nvpmodel=self._mode_names.get(mode_id) if mode_id is not None else None,
             nvpmodel_id=mode_id,
             engines=self._engines(),
+            cpu_freq_mhz=self._cpu_freq_mhz(),
         )
 
     def _gpu_sample(self) -> GpuSample | None:
@@ -250,6 +252,16 @@ class SysfsSource:
         if not readings or any(reading is None for reading in readings):
             return None
         return sum(reading for reading in readings if reading is not None)
+
+    def _cpu_freq_mhz(self) -> tuple[float | None, ...]:
+        """cpufreq's ``scaling_cur_freq`` (kHz, readable by anyone) per core;
+        None for an offline core (its cpufreq folder is gone)."""
+        cpus = self.root / "sys/devices/system/cpu"
+        clocks = []
+        for core in range(self._device.cpu_cores):
+            khz = _number(cpus / f"cpu{core}/cpufreq/scaling_cur_freq")
+            clocks.append(khz / 1000 if khz is not None else None)
+        return tuple(clocks)
 
     def _engines(self) -> dict[str, EngineClock]:
         engines = {}

@@ -187,6 +187,7 @@ PAGES = {
     "models": ("/models", '[data-model="add_sub"] .versions td.reason'),
     "streams": ("/streams", '[data-stream="road"] .stream-state'),
     "events": ("/events", "#events tr"),
+    "board": ("/board", "#cores .core"),
     "login": ("/login", "#login-form"),
     "history": ("/history?model=add_sub", "#chart-requests .uplot"),
 }

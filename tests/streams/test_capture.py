@@ -11,6 +11,7 @@ import pytest
 from fake_sources import FAST_BACKOFF, FakeClock, FakeLiveCamera
 from stream_models import level_of, write_video
 
+from daemon_process import wait_for
 from edgebox.backoff import Backoff
 from edgebox.events import StreamState
 from edgebox.streams.capture import CaptureLoop
@@ -160,3 +161,39 @@ def test_paced_source_is_read_no_faster_than_the_cap(tmp_path):
     stop_capture(stop, queue, thread)
     assert len(frames) == 11
     assert elapsed >= 10 / 50 - 0.01, f"11 frames in {elapsed:.3f} s at a 50 fps cap"
+
+
+def test_frames_pushed_out_of_a_full_queue_count_as_recent_drops():
+    clock = FakeClock()
+    camera = FakeLiveCamera(clock, camera_fps=30, frames=60)
+    counters = StreamCounters(clock)
+    queue: FrameQueue = FrameQueue(1)
+    stop = threading.Event()
+    reports = Reports()
+    loop = CaptureLoop(
+        "cam",
+        parse_source("/dev/video0"),
+        15,
+        queue,
+        counters,
+        stop,
+        reports,
+        open_source=lambda spec: camera,
+        backoff=Backoff(initial_s=60, max_s=60),
+        clock=clock,
+        wall_clock=lambda: 1234.5,
+    )
+    thread = threading.Thread(target=loop.run, daemon=True)
+    thread.start()
+    wait_for(
+        lambda: reports.snapshot() and reports.snapshot()[-1][0] is StreamState.RECONNECTING,
+        10,
+        what="the fake camera to run out",
+    )
+    stop_capture(stop, queue, thread)
+
+    # 30 frames kept by the 15 fps cap over the camera's 2 s, nobody taking
+    # them from a one-frame queue: each but the first pushed one out.
+    assert counters.frames_captured == 30
+    assert (counters.captures.count(), counters.drops.count()) == (30, 29)
+    assert counters.last_frame_at == 1234.5

@@ -136,3 +136,11 @@ def test_close_closes_the_client():
     jetson = FakeJtop()
     source_with(jetson).close()
     assert jetson.closed
+
+
+def test_core_and_emc_clocks_in_mhz_and_an_offline_cores_clock_is_none():
+    jetson = FakeJtop()
+    jetson.cpu["cpu"][11] = {"online": False, "governor": "schedutil", "freq": {}, "info_freq": {}}
+    sample = source_with(jetson).read()
+    assert sample.cpu_freq_mhz == (2188.8,) * 11 + (None,)
+    assert sample.emc_freq_mhz == 3199.0

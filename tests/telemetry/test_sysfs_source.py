@@ -156,3 +156,11 @@ def test_l4t_version_reads_release_and_revision(tmp_path):
     )
     assert l4t_version(tmp_path) == "35.4.1"
     assert l4t_version(tmp_path / "nowhere") is None
+
+
+def test_core_clocks_come_from_cpufreq_and_a_core_without_one_is_none():
+    sample = SysfsSource(FIXTURES / "agx_orin").read()
+    # The fixture gives cores 0-10 1100, 1200 ... 2100 MHz; core 11 has no cpufreq.
+    assert sample.cpu_freq_mhz == (*(1100.0 + 100 * core for core in range(11)), None)
+    assert sample.emc_freq_mhz is None
+    assert SysfsSource(FIXTURES / "orin_nano").read().cpu_freq_mhz == (None,) * 6

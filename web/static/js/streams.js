@@ -6,6 +6,7 @@
 
 (() => {
   const { el, replaceChildren, getJSON, poll, known, number, stateTag } = window.edgebox;
+  const health = window.edgeboxStreamHealth;
 
   const POLL_MS = 2000;
   const FRAME_MS = 500;
@@ -68,14 +69,17 @@
       const frameNote = el("p", { class: "frame-note subtle" }, ["Waiting for a frame…"]);
       const frame = el("figure", { class: "frame no-frame" }, [image, frameNote]);
       const details = el("div", { class: "stream-details" });
+      const badge = el("span", { class: "health-badge" });
       const card = el("article", { class: "card stream", id: `stream-${stream.name}`, dataset: { stream: stream.name } }, [
-        el("h2", {}, [stream.name]),
+        el("div", { class: "stream-head" }, [el("h2", {}, [stream.name]), badge, health.snapshotLink(stream)]),
         el("div", { class: "stream-body" }, [frame, details]),
       ]);
-      entry = { card, image, frame, frameNote, details, timer: null };
+      entry = { card, image, frame, frameNote, details, badge, history: health.historyPanel(), timer: null };
       cards.set(stream.name, entry);
       startFrames(entry, stream.name);
     }
+    replaceChildren(entry.badge, [health.badge(stream)]);
+    health.fillHistory(entry.history, stream);
     replaceChildren(entry.details, [
       el("dl", { class: "facts" }, [
         el("dt", {}, ["State"]), el("dd", { class: "stream-state" }, [stateTag(stream.state)]),
@@ -83,10 +87,14 @@
         stream.reason ? el("dd", { class: "reason" }, [stream.reason]) : null,
         el("dt", {}, ["Source"]), el("dd", {}, [stream.source || "–"]),
         el("dt", {}, ["Model"]), el("dd", {}, [`${stream.model || "–"}${known(stream.model_version) ? ` v${stream.model_version}` : ""}`]),
-        el("dt", {}, ["FPS"]), el("dd", { class: "fps" }, [number(stream.fps, 1)]),
-        el("dt", {}, ["Frames dropped"]), el("dd", { class: "drops" }, [String(stream.frames_dropped ?? "–")]),
+        ...(stream.health ? [] : [
+          el("dt", {}, ["FPS"]), el("dd", { class: "fps" }, [number(stream.fps, 1)]),
+          el("dt", {}, ["Frames dropped"]), el("dd", { class: "drops" }, [String(stream.frames_dropped ?? "–")]),
+        ]),
         el("dt", {}, ["Inference failures"]), el("dd", {}, [String(stream.inference_failures ?? "–")]),
+        ...health.facts(stream),
       ].filter(Boolean)),
+      entry.history.panel,
       el("h3", {}, ["Latency per frame"]),
       latency(stream.latency),
     ]);
