@@ -102,6 +102,8 @@ class DaemonProcess:
         return f"http://127.0.0.1:{self.dashboard_port}"
 
     def start(self, wait_ready: bool = True) -> DaemonProcess:
+        if self.process is not None and self.process.poll() is None:
+            raise RuntimeError(f"the daemon is already running ({self.log_path})")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **(self.env or {})}
         env = {k: v for k, v in env.items() if not k.startswith("EDGEBOX_")} | (self.env or {})
         command = [
@@ -183,7 +185,9 @@ class DaemonProcess:
         return self.log_path.read_text(errors="replace")
 
     def __enter__(self) -> DaemonProcess:
-        return self.start()
+        """Starts it unless ``start`` already did (``with daemon.start():``)."""
+        running = self.process is not None and self.process.poll() is None
+        return self if running else self.start()
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         """Stop with SIGTERM; a daemon that did not exit cleanly fails the test

@@ -12,6 +12,9 @@ EXIT_PROBLEMS = 1
 EXIT_UNREACHABLE = 69
 """sysexits' EX_UNAVAILABLE: a command that talks to the daemon found none
 answering, which is not the daemon refusing (``EXIT_PROBLEMS``)."""
+EXIT_IN_USE = 75
+"""sysexits' EX_TEMPFAIL: the state directory is another daemon's; the unit
+restarts and gets it once that one has stopped."""
 EXIT_CONFIG = 78
 """sysexits' EX_CONFIG: a bad setting, which restarting will not fix (the unit's
 ``RestartPreventExitStatus``)."""

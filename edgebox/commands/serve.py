@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgebox.commands.console import EXIT_CONFIG, configure_logging
+from edgebox.commands.console import EXIT_CONFIG, EXIT_IN_USE, configure_logging
 from edgebox.commands.setting_flags import add_section_flags, add_setting_flags
 from edgebox.settings import Settings, SettingsError, load_settings
+from edgebox.state_lock import StateDirectoryInUse, hold_state_directory
 
 _SERVE_SPECIAL_FLAGS: dict[str, dict[str, Any]] = {
     "load_model": {
@@ -86,10 +87,21 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_CONFIG
+    try:
+        lock = hold_state_directory(settings.state_directory)
+    except StateDirectoryInUse as exc:
+        print(f"edgebox: {exc}", file=sys.stderr)
+        return EXIT_IN_USE
+    except OSError:
+        lock = None  # open_state logs the directory as unusable
     configure_logging(settings.log_verbose)
     from edgebox.daemon import run_daemon
 
     environ = dict(os.environ)
-    return run_daemon(
-        settings, reread=lambda: load_settings(flags, config_file=args.config, environ=environ)
-    )
+    try:
+        return run_daemon(
+            settings, reread=lambda: load_settings(flags, config_file=args.config, environ=environ)
+        )
+    finally:
+        if lock is not None:
+            lock.release()
