@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from edgebox.alerts.evaluator import AlertEvaluator
+from edgebox.alerts.rule_set import build_rules
 from edgebox.backends import BackendCatalog
 from edgebox.caching.response_cache import ResponseCache
 from edgebox.dashboard.deps import DashboardDeps
@@ -178,6 +180,19 @@ class Daemon:
             ),
             mqtt_interval_s=telemetry.mqtt_interval_s if settings.mqtt is not None else 0.0,
         )
+        self.alerts: AlertEvaluator | None = None
+        if settings.alerts.enabled:
+            # Subscribed from here on, like MQTT: the first loads' failures alert too.
+            self.alerts = AlertEvaluator(
+                self.bus,
+                build_rules(
+                    settings.alerts,
+                    int(settings.mqtt.spool_max_mb * 1024 * 1024) if settings.mqtt else None,
+                ),
+                settings.alerts.interval_s,
+                telemetry=self.telemetry,
+                mqtt=self.mqtt,
+            )
         self.dashboard: DashboardServer | None = None
         if settings.dashboard.enabled:
             self.dashboard = DashboardServer.build(
@@ -192,6 +207,7 @@ class Daemon:
                     mqtt=self.mqtt,
                     frames=self.streams.latest_frames,
                     logs=log_ring,
+                    alerts=self.alerts,
                 ),
                 settings.dashboard,
                 settings.host,
@@ -246,6 +262,7 @@ class Daemon:
                 rollouts=self.rollouts,
                 response_cache=self.response_cache,
                 fleet=self.fleet_figures,
+                alerts=self.alerts,
             ),
             address,
             settings.metrics_port,
@@ -269,6 +286,8 @@ class Daemon:
                 settings.mqtt.resolved_spool_path,
             )
         self.telemetry.start()
+        if self.alerts is not None:
+            self.alerts.start()
         if self.response_cache is not None:
             log.info(
                 "Response cache: local, %d bytes, for models with response_cache enabled",
@@ -444,6 +463,8 @@ class Daemon:
         abandon.cancel()
         if not self.telemetry.stop(1.0):
             log.warning("telemetry: a read is still running; not waiting for it")
+        if self.alerts is not None and not self.alerts.stop(1.0):
+            log.warning("alerts: a judgement is still running; not waiting for it")
         if self.mqtt is not None and not self.mqtt.stop(max(1.0, deadline - time.monotonic())):
             log.warning("MQTT: the publisher did not stop in time; unsent messages stay spooled")
         log.info("stopped")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from edgebox.alerts.alert import Alert
 from edgebox.events import EventBus, StreamStatus
 from edgebox.log_ring import LogRing
 from edgebox.mqtt.link_stats import MqttStats
@@ -30,6 +31,12 @@ class TelemetrySource(Protocol):
 
     def history(self, seconds: float) -> Sequence[TelemetrySample]:
         """The samples of the last ``seconds``, oldest first."""
+        ...
+
+
+class AlertsSource(Protocol):
+    def snapshot(self) -> Sequence[Alert]:
+        """The active alerts, critical first; no IO."""
         ...
 
 
@@ -62,3 +69,5 @@ class DashboardDeps:
     """Each stream's latest frame and result (``StreamManager.latest_frames``)."""
     logs: LogRing | None = None
     """The daemon's recent log records (the Logs page); None: none are kept."""
+    alerts: AlertsSource | None = None
+    """The active alerts (the banner); None when alerts are off."""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from edgebox.alerts.settings import AlertSettings
 from edgebox.caching.cache_config import cache_size_bytes
 from edgebox.dashboard.settings import DashboardSettings
 from edgebox.fleet.settings import FleetSettings
@@ -274,6 +275,11 @@ class Settings:
     stricter default than Triton's); with it, other clients may call them with
     the key in header ``edgebox-api-key``. APIs in ``http_restricted_api``
     follow their group instead."""
+    alerts: AlertSettings = dataclasses.field(default_factory=AlertSettings)
+    """What raises an alert on the dashboard's banner and MQTT ``events``
+    (edgebox/alerts/, docs/configuration.md): on by default, every rule on;
+    ``alerts:`` in YAML, ``EDGEBOX_ALERTS_<FIELD>`` and ``--alerts-<field>``
+    set single fields."""
 
     @property
     def sources(self) -> dict[str, str]:
