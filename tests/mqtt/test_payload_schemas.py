@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 from daemon_process import wait_for
+from edgebox.alerts.rule_set import build_rules
+from edgebox.alerts.settings import AlertSettings
 from edgebox.events import (
     AlertEvent,
     Event,
@@ -352,6 +354,8 @@ def test_schema_enums_are_the_states_the_code_publishes():
     alert = schema_for("edgebox.alert")["properties"]
     assert alert["state"]["enum"] == list(AlertEvent.STATES)
     assert alert["severity"]["enum"] == list(AlertEvent.SEVERITIES)
+    every_rule = build_rules(AlertSettings(), spool_capacity_bytes=1)
+    assert alert["rule"]["enum"] == [rule.name for rule in every_rule]
     level = schema_for("edgebox.thermal")["properties"]["level"]["enum"]
     assert level == list(ThermalChanged.LEVELS)
     dropped = schema_for("edgebox.spool_dropped")["properties"]["dropped"]
