@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from edgebox.alerts.active import ActiveAlerts
 from edgebox.alerts.alert import Alert
@@ -25,6 +25,8 @@ from edgebox.mqtt.link_stats import MqttStats
 from edgebox.telemetry.sample import TelemetrySample
 
 log = logging.getLogger("edgebox.alerts")
+
+T = TypeVar("T")
 
 MAX_QUEUED_EVENTS = 2000
 """The subscription's bound: a burst past it (a repository of hundreds of
@@ -122,7 +124,7 @@ class AlertEvaluator:
             self.step()
             self._stop.wait(self._interval_s)
 
-    def _guarded(self, rule: Rule, doing: str, call, *args):
+    def _guarded(self, rule: Rule, doing: str, call: Callable[..., T], *args: Any) -> T | None:
         try:
             return call(*args)
         except Exception as exc:

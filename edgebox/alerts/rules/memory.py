@@ -16,7 +16,9 @@ class MemoryRule:
     name: ClassVar[str] = "memory"
     EVENTS: ClassVar[tuple[type, ...]] = ()
 
-    def __init__(self, warn_pct: float, critical_pct: float, clear_pct: float, for_s: float):
+    def __init__(
+        self, warn_pct: float, critical_pct: float, clear_pct: float, for_s: float
+    ) -> None:
         self._tracker = LevelTracker(warn_pct, critical_pct, clear_pct, for_s)
         self._last_pct = 0.0
 
