@@ -57,20 +57,26 @@ def active_alerts(dashboard_url: str) -> list[dict]:
         return json.loads(reply.read())["alerts"]
 
 
-def alert_documents(subscriber: Subscriber, device_id: str) -> list[dict]:
+def alert_documents(subscriber: Subscriber, device_id: str, state: str) -> list[dict] | None:
+    """The ``edgebox.alert`` payloads in ``state`` received so far; None until
+    both rules' (temperature and throttling) have arrived."""
     documents = [json.loads(m.payload) for m in subscriber.messages(f"edgebox/{device_id}/events")]
-    return [d for d in documents if d["schema"]["name"] == "edgebox.alert"]
+    found = [d for d in documents if d["schema"]["name"] == "edgebox.alert" and d["state"] == state]
+    return found if len(found) >= 2 else None
 
 
 def banner_lines(driver) -> list[tuple[str, str]]:
-    """(rule, severity) of each line the banner shows; [] while it is hidden."""
-    banner = driver.find_elements(By.ID, "alerts")
-    if not banner or "hidden" in (banner[0].get_attribute("class") or "").split():
-        return []
-    return [
-        (line.get_attribute("data-rule"), line.get_attribute("data-severity"))
-        for line in banner[0].find_elements(By.CSS_SELECTOR, ".alert")
-    ]
+    """(rule, severity) of each line the banner shows, [] while it is hidden;
+    read in one script so a poll re-rendering the lines cannot interleave."""
+    lines = driver.execute_script(
+        """
+        const banner = document.getElementById("alerts");
+        if (!banner || banner.classList.contains("hidden")) return [];
+        return [...banner.querySelectorAll(".alert")].map(
+          (line) => [line.dataset.rule, line.dataset.severity]);
+        """
+    )
+    return [tuple(line) for line in lines]
 
 
 def luminance(driver, selector: str) -> float:
@@ -129,7 +135,7 @@ def test_a_heated_zone_raises_the_banner_mqtt_and_events_and_cooling_clears_them
         assert "alerts-critical" in browser.find_element(By.ID, "alerts").get_attribute("class")
         screenshot(browser, "alerts-banner")
         raised = subscriber.wait_for(
-            lambda _: [d for d in alert_documents(subscriber, device_id) if d["state"] == "raised"],
+            lambda _: alert_documents(subscriber, device_id, "raised"),
             10,
             what="the raised alerts on MQTT",
         )
@@ -165,9 +171,7 @@ def test_a_heated_zone_raises_the_banner_mqtt_and_events_and_cooling_clears_them
         assert sum("state raised" in d for d in details) == 2
         screenshot(browser, "alerts-cleared-events")
         cleared = subscriber.wait_for(
-            lambda _: [
-                d for d in alert_documents(subscriber, device_id) if d["state"] == "cleared"
-            ],
+            lambda _: alert_documents(subscriber, device_id, "cleared"),
             10,
             what="the cleared alerts on MQTT",
         )
