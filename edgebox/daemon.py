@@ -188,6 +188,7 @@ class Daemon:
                 build_rules(
                     settings.alerts,
                     int(settings.mqtt.spool_max_mb * 1024 * 1024) if settings.mqtt else None,
+                    lambda name, version: version in self.registry.statuses(name),
                 ),
                 settings.alerts.interval_s,
                 telemetry=self.telemetry,

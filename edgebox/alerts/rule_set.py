@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from edgebox.alerts.rules.base import Rule
 from edgebox.alerts.rules.memory import MemoryRule
 from edgebox.alerts.rules.model_unavailable import ModelUnavailableRule
@@ -14,9 +16,14 @@ from edgebox.alerts.rules.throttling import ThrottlingRule
 from edgebox.alerts.settings import AlertSettings
 
 
-def build_rules(settings: AlertSettings, spool_capacity_bytes: int | None) -> list[Rule]:
+def build_rules(
+    settings: AlertSettings,
+    spool_capacity_bytes: int | None,
+    has_model_status: Callable[[str, int | None], bool] | None = None,
+) -> list[Rule]:
     """Every rule switched on; ``spool_capacity_bytes`` None (MQTT off)
-    leaves out the rules about MQTT."""
+    leaves out the rules about MQTT. ``has_model_status``: the registry's
+    (``ModelUnavailableRule``)."""
     rules: list[Rule] = []
     if settings.temperature:
         rules.append(
@@ -42,7 +49,7 @@ def build_rules(settings: AlertSettings, spool_capacity_bytes: int | None) -> li
     if settings.stream_down:
         rules.append(StreamDownRule(settings.stream_down_after_s))
     if settings.model_unavailable:
-        rules.append(ModelUnavailableRule())
+        rules.append(ModelUnavailableRule(has_model_status))
     if settings.rollout_rejected:
         rules.append(RolloutRejectedRule(settings.rollout_rejected_clear_after_s))
     if spool_capacity_bytes is not None:

@@ -63,3 +63,16 @@ def test_the_failed_models_remembered_are_bounded():
     found = feed(rule, *events)
     assert len(found) == MAX_SUBJECTS
     assert "m0:1" not in found and f"m{MAX_SUBJECTS + 4}:1" in found
+
+
+def test_a_status_the_registry_dropped_without_an_event_clears():
+    statuses = {("broken", None), ("lane", 2)}
+    rule = ModelUnavailableRule(lambda model, version: (model, version) in statuses)
+    found = feed(
+        rule,
+        ModelStateChanged("broken", None, "UNAVAILABLE", "config.pbtxt:3:1: x"),
+        ModelStateChanged("lane", 2, "UNAVAILABLE", "load failed"),
+    )
+    assert sorted(found) == ["broken", "lane:2"]
+    statuses.discard(("broken", None))
+    assert list(rule.findings(Inputs(), 1.0)) == ["lane:2"]
