@@ -19,12 +19,13 @@ from dashboard.browser import (
     PHONE,
     console_errors,
     headless_chromium,
+    log_in,
     prefer_colour_scheme,
     screenshot,
     set_viewport,
     texts,
 )
-from dashboard.dashboard_client import PASSWORD_HASH
+from dashboard.dashboard_client import PASSWORD, PASSWORD_HASH
 from selenium.webdriver.common.by import By
 
 from daemon_process import wait_for
@@ -177,3 +178,36 @@ def test_a_heated_zone_raises_the_banner_mqtt_and_events_and_cooling_clears_them
         )
         assert sorted(d["rule"] for d in cleared) == ["temperature", "throttling"]
         assert console_errors(browser) == []
+
+
+def test_without_a_login_the_banner_stays_hidden_and_goes_when_the_login_ends(
+    tmp_path, orin_root, start_daemon
+):
+    repository = tmp_path / "repo"
+    add_add_sub(repository)
+    config = tmp_path / "alerts.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "telemetry": {"source": "sysfs", "sysfs_root": str(orin_root), "interval_s": 0.2},
+                "alerts": {"interval_s": 0.2, "throttling": False},
+                "dashboard": {
+                    "password_hash": PASSWORD_HASH,
+                    "session_lifetime_s": 8,
+                    "session_idle_timeout_s": 8,
+                },
+            }
+        )
+    )
+    set_gpu_temperature(orin_root, 92.0)
+    with headless_chromium(tmp_path / "chromedriver.log") as browser:
+        daemon = start_daemon(repository, "--config", str(config))
+        wait_for(lambda: "alert raised: temperature 'gpu'" in daemon.log(), 30, what="the alert")
+        browser.get(f"{daemon.dashboard_url}/login")
+        assert browser.find_element(By.ID, "alerts").get_attribute("data-readable") == "false"
+        assert banner_lines(browser) == []
+        assert console_errors(browser) == []
+        log_in(browser, f"{daemon.dashboard_url}/login?next=/models", PASSWORD)
+        wait_for(lambda: banner_lines(browser) == [("temperature", "critical")], 10, what="banner")
+        wait_for(lambda: banner_lines(browser) == [], 30, what="the banner once the login ended")
+        assert "Not allowed" in browser.find_element(By.ID, "connection").text

@@ -1,7 +1,7 @@
 // The alerts banner on every page: /api/v1/alerts every 2 s (the pages' own
 // pace), one line per active alert, critical first, gone once none is
-// active. A failed poll leaves the banner as it was: the page's own poll
-// already says when the dashboard is unreachable.
+// active. A refused poll (the login ended) hides it; any other failure leaves
+// it as it was.
 "use strict";
 
 (() => {
@@ -36,8 +36,10 @@
       try {
         const answer = await getJSON("/api/v1/alerts");
         show(banner, Array.isArray(answer.alerts) ? answer.alerts : []);
-      } catch (ignored) {
-        // the page's own poll reports an unreachable dashboard
+      } catch (error) {
+        // A login that ended shows nothing it can no longer vouch for; an
+        // unreachable dashboard is the page's own poll's to report.
+        if (error.status === 401 || error.status === 403) show(banner, []);
       }
       window.setTimeout(run, POLL_MS);
     };
