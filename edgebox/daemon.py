@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from edgebox.alerts.evaluator import AlertEvaluator
+from edgebox.alerts.rule_set import build_rules
 from edgebox.backends import BackendCatalog
 from edgebox.caching.response_cache import ResponseCache
 from edgebox.dashboard.deps import DashboardDeps
@@ -188,6 +190,20 @@ class Daemon:
                 settings.history,
                 settings.state_directory / HISTORY_FILE_NAME,
             )
+        self.alerts: AlertEvaluator | None = None
+        if settings.alerts.enabled:
+            # Subscribed from here on, like MQTT: the first loads' failures alert too.
+            self.alerts = AlertEvaluator(
+                self.bus,
+                build_rules(
+                    settings.alerts,
+                    int(settings.mqtt.spool_max_mb * 1024 * 1024) if settings.mqtt else None,
+                    lambda name, version: version in self.registry.statuses(name),
+                ),
+                settings.alerts.interval_s,
+                telemetry=self.telemetry,
+                mqtt=self.mqtt,
+            )
         self.dashboard: DashboardServer | None = None
         if settings.dashboard.enabled:
             self.dashboard = DashboardServer.build(
@@ -204,6 +220,7 @@ class Daemon:
                     stream_health=self.streams,
                     logs=log_ring,
                     history=self.history,
+                    alerts=self.alerts,
                 ),
                 settings.dashboard,
                 settings.host,
@@ -258,6 +275,7 @@ class Daemon:
                 rollouts=self.rollouts,
                 response_cache=self.response_cache,
                 fleet=self.fleet_figures,
+                alerts=self.alerts,
             ),
             address,
             settings.metrics_port,
@@ -284,6 +302,8 @@ class Daemon:
         if self.history is not None:
             self.history.load()
             self.history.start()
+        if self.alerts is not None:
+            self.alerts.start()
         if self.response_cache is not None:
             log.info(
                 "Response cache: local, %d bytes, for models with response_cache enabled",
@@ -461,6 +481,8 @@ class Daemon:
             log.warning("telemetry: a read is still running; not waiting for it")
         if self.history is not None and not self.history.stop(1.0):
             log.warning("history: the sampler did not stop in time; its last minutes are not saved")
+        if self.alerts is not None and not self.alerts.stop(1.0):
+            log.warning("alerts: a judgement is still running; not waiting for it")
         if self.mqtt is not None and not self.mqtt.stop(max(1.0, deadline - time.monotonic())):
             log.warning("MQTT: the publisher did not stop in time; unsent messages stay spooled")
         log.info("stopped")

@@ -35,6 +35,15 @@ FORBIDDEN = {
         "edgebox.scheduling",
     ],
     "protocol": ["edgebox.backends", "edgebox.scheduling", "edgebox.lifecycle.manager"],
+    "alerts": [
+        "edgebox.protocol",
+        "edgebox.dashboard",
+        "edgebox.dataplane",
+        "edgebox.lifecycle",
+        "edgebox.repository",
+        "edgebox.scheduling",
+        "edgebox.backends",
+    ],
     "caching": [
         "edgebox.protocol",
         "edgebox.dataplane",
@@ -167,7 +176,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("protocol", "engine_build"),
     ("telemetry", "streams"),
     ("mqtt",),
-    ("fleet",),
+    ("fleet", "alerts"),
     ("history",),
     ("metrics", "dashboard"),
     (

@@ -21,6 +21,7 @@ from edgebox.dashboard.access import (
     install_access_rules,
     password_fingerprint,
 )
+from edgebox.dashboard.alerts_api import alerts_api
 from edgebox.dashboard.api import api
 from edgebox.dashboard.auth import auth
 from edgebox.dashboard.deps import DashboardDeps
@@ -106,6 +107,7 @@ def create_app(
     app.register_blueprint(pages)
     app.register_blueprint(auth)
     app.register_blueprint(history_api)
+    app.register_blueprint(alerts_api)
 
     @app.context_processor
     def page_context() -> dict[str, Any]:

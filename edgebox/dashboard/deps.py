@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from edgebox.alerts.alert import Alert
 from edgebox.events import EventBus, StreamStatus
 from edgebox.log_ring import LogRing
 from edgebox.mqtt.link_stats import MqttStats
@@ -32,6 +33,12 @@ class TelemetrySource(Protocol):
 
     def history(self, seconds: float) -> Sequence[TelemetrySample]:
         """The samples of the last ``seconds``, oldest first."""
+        ...
+
+
+class AlertsSource(Protocol):
+    def snapshot(self) -> Sequence[Alert]:
+        """The active alerts, critical first; no IO."""
         ...
 
 
@@ -73,3 +80,5 @@ class DashboardDeps:
     page, ``/api/v1/history``); None: history is off."""
     stream_health: StreamHealthSource | None = None
     """Each stream's health and recent rates (``StreamManager.health``)."""
+    alerts: AlertsSource | None = None
+    """The active alerts (the banner); None when alerts are off."""

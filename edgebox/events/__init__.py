@@ -8,6 +8,7 @@ whose ``as_dict()`` is its JSON payload, opening with its schema's name and
 version. events/ imports nothing else from edgebox, so every layer may use it.
 """
 
+from edgebox.events.alert import AlertEvent
 from edgebox.events.bus import EventBus, Subscription
 from edgebox.events.event import Event
 from edgebox.events.fleet import FleetDocumentRefused, FleetModelChanged, FleetReported
@@ -43,12 +44,14 @@ OCCURRENCES = (
     ModelQuarantined,
     FleetDocumentRefused,
     FleetModelChanged,
+    AlertEvent,
 )
 """Things that happened, as opposed to data (results, telemetry snapshots):
 what MQTT's ``events`` topic and the dashboard's events page carry."""
 
 __all__ = [
     "OCCURRENCES",
+    "AlertEvent",
     "Event",
     "EventBus",
     "FleetDocumentRefused",

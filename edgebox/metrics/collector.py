@@ -19,7 +19,8 @@ so they agree within one scrape.
 
 The telemetry families are built in ``telemetry_families.py``, the
 rollout families in ``rollout_families.py``, the response cache's in
-``cache_families.py``, the fleet agent's in ``fleet_families.py``.
+``cache_families.py``, the fleet agent's in ``fleet_families.py``, the active alerts' in
+``alert_families.py``.
 Spec: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/metrics.md
 """
 
@@ -43,6 +44,7 @@ from edgebox.dataplane_results import LATENCY_BUCKET_BOUNDS_US
 from edgebox.events.stream_status import StreamStatus
 from edgebox.lifecycle.states import ModelState
 from edgebox.log_limiter import LogLimiter
+from edgebox.metrics.alert_families import AlertSource, alert_families
 from edgebox.metrics.cache_families import cache_families, per_model_cache_families
 from edgebox.metrics.exposition import TritonCounter
 from edgebox.metrics.fleet_families import FleetSource, fleet_families
@@ -156,6 +158,7 @@ class MetricsCollector:
         rollouts: RolloutSource | None = None,
         response_cache: ResponseCache | None = None,
         fleet: FleetSource | None = None,
+        alerts: AlertSource | None = None,
     ) -> None:
         """``gpu`` / ``cpu`` false leave the ``nv_gpu_*`` / ``nv_cpu_*``
         families out (``allow_gpu_metrics`` / ``allow_cpu_metrics``)."""
@@ -189,6 +192,8 @@ class MetricsCollector:
             )
         if fleet is not None:
             parts.append(("the fleet agent", lambda: fleet_families(fleet)))
+        if alerts is not None:
+            parts.append(("the alerts", lambda: alert_families(alerts)))
         if bus is not None:
             parts.append(("the event bus", self._bus_metrics))
         if custom is not None:

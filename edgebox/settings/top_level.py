@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from edgebox.alerts.settings import AlertSettings
 from edgebox.caching.cache_config import cache_size_bytes
 from edgebox.dashboard.settings import DashboardSettings
 from edgebox.fleet.settings import FleetSettings
@@ -281,6 +282,11 @@ class Settings:
     default; the 1 h and 24 h tiers are kept in ``state_directory`` across
     restarts. ``history:`` in YAML, ``EDGEBOX_HISTORY_<FIELD>`` and
     ``--history-<field>`` set single fields."""
+    alerts: AlertSettings = dataclasses.field(default_factory=AlertSettings)
+    """What raises an alert on the dashboard's banner and MQTT ``events``
+    (edgebox/alerts/, docs/configuration.md): on by default, every rule on;
+    ``alerts:`` in YAML, ``EDGEBOX_ALERTS_<FIELD>`` and ``--alerts-<field>``
+    set single fields."""
 
     @property
     def sources(self) -> dict[str, str]:

@@ -10,6 +10,7 @@ import pytest
 
 import edgebox.events as events
 from edgebox.events import (
+    AlertEvent,
     Event,
     FleetDocumentRefused,
     FleetModelChanged,
@@ -51,6 +52,9 @@ ROLLOUT = dict(
 )
 
 EXAMPLES = {
+    AlertEvent: AlertEvent(
+        "raised", "temperature", "warn", "gpu", "zone 'gpu' at 82.0 °C", 14.5, timestamp=15.0
+    ),
     ModelStateChanged: ModelStateChanged("lane", 2, "READY", timestamp=10.0),
     RolloutStarted: RolloutStarted(**{**ROLLOUT, "samples": 0, "agreement": None}),
     RolloutProgress: RolloutProgress(**ROLLOUT),
@@ -140,6 +144,7 @@ def test_events_are_frozen(kind):
 
 def test_schema_names_are_distinct_per_topic_payload():
     assert {kind.__name__: kind.SCHEMA for kind in EXPORTED_EVENTS} == {
+        "AlertEvent": "edgebox.alert",
         "FleetDocumentRefused": "edgebox.fleet.document_refused",
         "FleetModelChanged": "edgebox.fleet.model_changed",
         "FleetReported": "edgebox.fleet.reported",
@@ -206,3 +211,14 @@ def test_rollout_events_round_their_figures():
     document = EXAMPLES[RolloutProgress].as_dict()
     assert document["agreement"] == 0.9167 and document["candidate_p95_ms"] == 38.1235
     assert EXAMPLES[RolloutStarted].as_dict()["agreement"] is None
+
+
+def test_alert_state_and_severity_must_be_ones_the_evaluator_publishes():
+    with pytest.raises(
+        ValueError, match="AlertEvent: expected state 'raised' or 'cleared', got 'on'"
+    ):
+        AlertEvent("on", "memory", "warn", "memory", "", 1.0)
+    with pytest.raises(
+        ValueError, match="AlertEvent: expected severity 'warn' or 'critical', got 'info'"
+    ):
+        AlertEvent("raised", "memory", "info", "memory", "", 1.0)

@@ -18,7 +18,10 @@ import numpy as np
 import pytest
 
 from daemon_process import wait_for
+from edgebox.alerts.rule_set import build_rules
+from edgebox.alerts.settings import AlertSettings
 from edgebox.events import (
+    AlertEvent,
     Event,
     EventBus,
     FleetDocumentRefused,
@@ -78,6 +81,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ModelQuarantined,
     FleetDocumentRefused,
     FleetModelChanged,
+    AlertEvent,
 )
 SCHEMA_NAMES = ("edgebox.status", *(kind.SCHEMA for kind in EVENT_TYPES))
 
@@ -187,6 +191,24 @@ def one_of_each_event() -> list[Event]:
         FleetModelChanged("lane_detector", "downloading", 7, timestamp=1_700_000_062.0),
         FleetModelChanged(
             "lane_detector", "failed", 7, "sha256 mismatch", timestamp=1_700_000_063.0
+        ),
+        AlertEvent(
+            "raised",
+            "temperature",
+            "critical",
+            "gpu",
+            "zone 'gpu' at 92.0 °C (warn 80, critical 90 °C)",
+            1_700_000_070.0,
+            timestamp=1_700_000_072.0,
+        ),
+        AlertEvent(
+            "cleared",
+            "stream_down",
+            "warn",
+            "demo-road",
+            "stream 'demo-road' reconnecting for 31 s: source ended",
+            1_700_000_080.0,
+            timestamp=1_700_000_095.0,
         ),
     ]
 
@@ -329,6 +351,11 @@ def test_schema_enums_are_the_states_the_code_publishes():
     assert state_enum("edgebox.model_state") == [s.value for s in ModelState]
     assert state_enum("edgebox.stream_status") == [s.value for s in StreamState]
     assert state_enum("edgebox.mqtt_link") == list(MqttLinkChanged.STATES)
+    alert = schema_for("edgebox.alert")["properties"]
+    assert alert["state"]["enum"] == list(AlertEvent.STATES)
+    assert alert["severity"]["enum"] == list(AlertEvent.SEVERITIES)
+    every_rule = build_rules(AlertSettings(), spool_capacity_bytes=1)
+    assert alert["rule"]["enum"] == [rule.name for rule in every_rule]
     level = schema_for("edgebox.thermal")["properties"]["level"]["enum"]
     assert level == list(ThermalChanged.LEVELS)
     dropped = schema_for("edgebox.spool_dropped")["properties"]["dropped"]
