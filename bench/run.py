@@ -46,6 +46,7 @@ and against a real Triton 2.51 where ``.parity/`` holds one
     python bench/run.py --only sequence       # only sequence batching vs the same model without
     python bench/run.py --only shadow         # only lane_pipeline with a shadow rollout vs none
     python bench/run.py --only perf-analyzer  # only perf_analyzer against edgebox and Triton 2.51
+    python bench/run.py --only vs-triton      # only edgebox vs Triton 2.51 (python models)
 
 Exits 1 when a target fails (unless ``--no-fail``). Results also go to
 ``bench/out/results.json``; the daemon's log to ``bench/out/daemon.log``, the
@@ -85,6 +86,7 @@ from bench import (  # noqa: E402
     slowloris,
     stream_fps,
     transports,
+    vs_triton,
 )
 from bench import mqtt as mqtt_bench  # noqa: E402
 from bench import perf_analyzer as perf_analyzer_bench  # noqa: E402
@@ -140,6 +142,10 @@ class Plan:
     perf_analyzer_rounds: int
     """Issue 22: rounds of perf_analyzer runs, and its measurement window."""
     perf_analyzer_window_ms: int
+    vs_triton_rounds: int
+    """Issue 25: rounds of edgebox against Triton 2.51, and seconds per add_sub
+    row per server per round (lane rows twice that)."""
+    vs_triton_s: float
 
 
 FULL = Plan(
@@ -165,6 +171,8 @@ FULL = Plan(
     shadow_s=10.0,
     perf_analyzer_rounds=3,
     perf_analyzer_window_ms=1000,
+    vs_triton_rounds=5,
+    vs_triton_s=2.0,
 )
 QUICK = Plan(
     rounds=3,
@@ -189,6 +197,8 @@ QUICK = Plan(
     shadow_s=2.5,
     perf_analyzer_rounds=1,
     perf_analyzer_window_ms=300,
+    vs_triton_rounds=1,
+    vs_triton_s=0.5,
 )
 PARTS = (
     "issue2",
@@ -204,6 +214,7 @@ PARTS = (
     "sequence",
     "shadow",
     "perf-analyzer",
+    "vs-triton",
 )
 
 
@@ -404,6 +415,21 @@ def main(argv: list[str] | None = None) -> int:
             log=_progress,
         )
         results["perf_analyzer"] = figures
+        targets += [Target(*t) for t in found]
+    if "vs-triton" in parts:
+        print(
+            f"\nissue 25: edgebox against Triton 2.51 on the same python models, "
+            f"{plan.vs_triton_rounds} rounds",
+            flush=True,
+        )
+        figures, found = vs_triton.measure(
+            OUT / "vs_triton",
+            Reference(Path(os.environ.get("EDGEBOX_TRITON_HOME", REPO_ROOT / ".parity"))),
+            plan.vs_triton_rounds,
+            plan.vs_triton_s,
+            log=_progress,
+        )
+        results["vs_triton"] = figures
         targets += [Target(*t) for t in found]
     for target in targets:
         print(f"{'PASS' if target.passed else 'FAIL'} {target.name}: {target.text}")

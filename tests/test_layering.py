@@ -159,6 +159,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "log_ring",
         "audit",
         "sd_notify",
+        "state_lock",
         "wsgi_port",
         "devices",
         "log_settings",

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -138,7 +138,7 @@ def logged_in(driver: WebDriver) -> bool:
     try:
         body = driver.find_element(By.TAG_NAME, "body")
         return body.get_attribute("data-logged-in") == "true"
-    except StaleElementReferenceException:
+    except (NoSuchElementException, StaleElementReferenceException):
         return False
 
 

@@ -210,4 +210,8 @@ def test_without_a_login_the_banner_stays_hidden_and_goes_when_the_login_ends(
         log_in(browser, f"{daemon.dashboard_url}/login?next=/models", PASSWORD)
         wait_for(lambda: banner_lines(browser) == [("temperature", "critical")], 10, what="banner")
         wait_for(lambda: banner_lines(browser) == [], 30, what="the banner once the login ended")
-        assert "Not allowed" in browser.find_element(By.ID, "connection").text
+        wait_for(
+            lambda: "Not allowed" in browser.find_element(By.ID, "connection").text,
+            10,
+            what="the page's own poll to say the login ended",
+        )
