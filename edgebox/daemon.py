@@ -45,6 +45,7 @@ from edgebox.lifecycle.rollout.rollouts import Rollouts
 from edgebox.lifecycle.rollout.state_directory import open_state
 from edgebox.live_reload import reload_settings
 from edgebox.log_ring import LogRing
+from edgebox.malloc_tuning import tune_malloc
 from edgebox.metrics.collector import MetricsCollector
 from edgebox.metrics.server import MetricsServer
 from edgebox.mqtt.bridge import build_forwarder, result_tap
@@ -494,6 +495,9 @@ class Daemon:
 def run_daemon(settings: Settings, reread: Callable[[], Settings] | None = None) -> int:
     """``reread``: see ``Daemon``; the CLI passes one that redoes its layering."""
     log_ring = LogRing().install()
+    tuned = tune_malloc()
+    if tuned:
+        log.debug("malloc: raised %s (edgebox/malloc_tuning.py)", ", ".join(tuned))
     _warn_if_password_hash_exposed(settings)
     daemon = Daemon(settings, reread, catch_faults=True, log_ring=log_ring)
     signal.signal(signal.SIGTERM, daemon.request_stop)

@@ -157,6 +157,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "log_limiter",
         "secrets_mask",
         "log_ring",
+        "malloc_tuning",
         "audit",
         "sd_notify",
         "state_lock",
