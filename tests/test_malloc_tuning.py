@@ -10,6 +10,8 @@ import sys
 import pytest
 
 from edgebox.malloc_tuning import (
+    ARENA_MAX,
+    M_ARENA_MAX,
     M_MMAP_THRESHOLD,
     M_TRIM_THRESHOLD,
     MMAP_THRESHOLD_BYTES,
@@ -21,7 +23,7 @@ FRAMES = """
 import resource, sys, threading
 from edgebox.malloc_tuning import tune_malloc
 if sys.argv[1] == "tuned":
-    assert tune_malloc() == ["mmap_threshold", "trim_threshold"]
+    assert tune_malloc() == ["mmap_threshold", "trim_threshold", "arena_max"]
 faults = []
 def requests():
     before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
@@ -65,12 +67,13 @@ class FakeLibc:
         return self.answer
 
 
-def test_both_thresholds_are_raised():
+def test_both_thresholds_are_raised_and_the_arenas_capped():
     libc = FakeLibc()
-    assert tune_malloc({}, libc) == ["mmap_threshold", "trim_threshold"]
+    assert tune_malloc({}, libc) == ["mmap_threshold", "trim_threshold", "arena_max"]
     assert libc.calls == [
         (M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES),
         (M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES),
+        (M_ARENA_MAX, ARENA_MAX),
     ]
 
 
@@ -80,13 +83,14 @@ def test_both_thresholds_are_raised():
         ({"MALLOC_MMAP_THRESHOLD_": "65536"}, "mmap_threshold"),
         ({"MALLOC_TRIM_THRESHOLD_": "0"}, "trim_threshold"),
         ({"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"}, "mmap_threshold"),
-        ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.malloc.trim_threshold=1"}, "trim_threshold"),
+        ({"MALLOC_ARENA_MAX": "8"}, "arena_max"),
+        ({"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0:glibc.malloc.trim_threshold=1"}, "trim_threshold"),
     ],
 )
-def test_a_threshold_the_operator_set_is_left_alone(environ, left):
+def test_a_parameter_the_operator_set_is_left_alone(environ, left):
     libc = FakeLibc()
     done = tune_malloc(environ, libc)
-    assert left not in done and len(done) == 1
+    assert left not in done and len(done) == 2
 
 
 def test_a_refused_mallopt_is_reported_not_raised(caplog):
