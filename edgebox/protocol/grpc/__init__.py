@@ -1,6 +1,8 @@
 """protocol/grpc/ serves KServe v2's ``inference.GRPCInferenceService`` as
 Triton does, through the generated code ``tritonclient.grpc`` ships
-(``service_pb2``, ``service_pb2_grpc``); no protobuf is written by hand.
+(``service_pb2``, ``service_pb2_grpc``). One exception, for speed: unary
+``ModelInfer`` takes and gives bytes, its tensor fields walked by hand
+(``raw_messages``) and the rest left to protobuf.
 
 A second transport, not a second server. Invariant: every RPC calls the verb
 the matching HTTP route calls (the dataplane's, or repository control's),

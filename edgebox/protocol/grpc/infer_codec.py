@@ -49,15 +49,20 @@ none and travel in ``raw_input_contents`` only."""
 
 
 def decode_request(
-    message: pb.ModelInferRequest, regions: RegionLease | None = None
+    message: pb.ModelInferRequest,
+    regions: RegionLease | None = None,
+    raw: list | None = None,
 ) -> InferRequest:
     """The request ``message`` holds, checked as HTTP checks its requests
     (datatype, shape, data size); the model's own checks come later, in the
-    dataplane. Fixed-size raw inputs are views over the message's bytes.
-    Shared-memory inputs and outputs need ``regions`` (Unsupported without)."""
+    dataplane. Fixed-size raw inputs are views over the message's bytes, or
+    over ``raw``'s entries when the raw contents were split off before
+    parsing (``raw_messages``). Shared-memory inputs and outputs need
+    ``regions`` (Unsupported without)."""
     name = message.model_name
     where = f"model '{name}'"
-    raw = list(message.raw_input_contents)
+    if raw is None:
+        raw = list(message.raw_input_contents)
     inputs: list[Tensor] = []
     used = 0
     total = len(message.inputs)
@@ -89,23 +94,37 @@ def encode_response(
     ``raw_output_contents``, in the order of ``outputs``; outputs ``request``
     asked into shared memory are written there first (InvalidArgument, nothing
     written, when one does not fit)."""
+    message, raw = encode_response_parts(response, request, regions)
+    for data in raw:
+        message.raw_output_contents.append(data.tobytes() if hasattr(data, "tobytes") else data)
+    return message
+
+
+def encode_response_parts(
+    response: InferResponse,
+    request: InferRequest | None = None,
+    regions: RegionLease | None = None,
+) -> tuple[pb.ModelInferResponse, list]:
+    """``encode_response``'s message without its ``raw_output_contents``,
+    and those entries (bytes or C-contiguous arrays), for a caller that
+    writes them into the answer itself (``raw_messages``)."""
     message = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version, id=response.id
     )
     asked = {o.name: o.parameters for o in request.outputs} if request is not None else {}
     where = f"model '{response.model_name}' version {response.model_version}"
     placed = shared_memory.place_outputs(where, response.outputs, asked, regions)
+    raw: list = []
     for tensor in response.outputs:
         message.outputs.add(
             name=tensor.name, datatype=tensor.datatype, shape=list(tensor.data.shape)
         )
         if tensor.name in placed:
-            message.raw_output_contents.append(b"")
+            raw.append(b"")
             continue
-        data = tensor_codec.encode_tensor(tensor)
-        message.raw_output_contents.append(data.tobytes() if hasattr(data, "tobytes") else data)
+        raw.append(tensor_codec.encode_tensor(tensor))
     set_parameters(message.parameters, response.parameters)
-    return message
+    return message, raw
 
 
 def parameters_of(entries) -> dict:

@@ -22,10 +22,10 @@ import logging
 import threading
 
 import grpc
-from tritonclient.grpc import service_pb2_grpc
 
 from edgebox.dataplane import DataPlane
 from edgebox.protocol.access_policy import AccessPolicy
+from edgebox.protocol.grpc.registration import add_inference_service
 from edgebox.protocol.grpc.service import InferenceService
 from edgebox.protocol.shared_memory import SharedMemoryRegistry
 from edgebox.repository_control import RepositoryControl
@@ -137,7 +137,7 @@ class GrpcServer:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(self.service, server)
+        add_inference_service(self.service, server)
         try:
             port = server.add_insecure_port(self.address)
         except RuntimeError as exc:

@@ -37,7 +37,7 @@ from edgebox.dataplane import DataPlane
 from edgebox.errors import EdgeboxError, InvalidArgument, Unavailable, Unsupported
 from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.audit import audited, audited_load
-from edgebox.protocol.grpc import infer_codec, render, settings_codec
+from edgebox.protocol.grpc import infer_codec, raw_messages, render, settings_codec
 from edgebox.protocol.grpc.access import API_OF_METHOD, metadata_of, peer_address, refusal
 from edgebox.protocol.grpc.error_map import status_of
 from edgebox.protocol.grpc.stream_sink import (
@@ -136,6 +136,18 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             return await self._run(context, self._infer, request, cancelled.is_set)
         except asyncio.CancelledError:
             # The client left: a request still queued for its model is dropped unrun.
+            cancelled.set()
+            raise
+
+    async def ModelInferRaw(self, data: bytes, context) -> bytes:
+        """``ModelInfer`` as the server registers it: the request's bytes in,
+        the answer's bytes out, the tensors never copied by protobuf
+        (``raw_messages``)."""
+        await self._admit("ModelInfer", context)
+        cancelled = threading.Event()
+        try:
+            return await self._run(context, self._infer_raw, data, cancelled.is_set)
+        except asyncio.CancelledError:
             cancelled.set()
             raise
 
@@ -303,6 +315,17 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             return infer_codec.encode_response(
                 self._dataplane.infer(request, from_client=True), request, regions
             )
+
+    def _infer_raw(self, data: bytes, is_cancelled: Callable[[], bool]) -> bytes:
+        message, raw = raw_messages.split_infer_request(data)
+        self._dataplane.check_servable(message.model_name, message.model_version)
+        with self._shared_memory.lease() as regions:
+            request = infer_codec.decode_request(message, regions, raw)
+            request.is_cancelled = is_cancelled
+            answer, outputs = infer_codec.encode_response_parts(
+                self._dataplane.infer(request, from_client=True), request, regions
+            )
+            return raw_messages.join_infer_response(answer, outputs)
 
     def _stream_request(
         self,
