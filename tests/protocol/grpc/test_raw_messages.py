@@ -5,6 +5,7 @@ reads it, and the bytes path is the one the server registers."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import grpc
@@ -156,5 +157,7 @@ class FakeService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
 
 def test_the_server_registers_model_infer_as_bytes():
-    server = grpc.aio.server()
-    assert add_inference_service(FakeService(), server) is True
+    async def register() -> bool:
+        return add_inference_service(FakeService(), grpc.aio.server())
+
+    assert asyncio.run(register()) is True
