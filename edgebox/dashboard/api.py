@@ -228,13 +228,9 @@ def streams() -> Response:
 
 @api.get("/streams/<name>/frame.jpg")
 def frame(name: str) -> Response | tuple:
-    problem = name_problem(name)
-    if problem is not None:
-        return _error(400, problem)
-    deps = state().deps
-    names = {s.name for s in deps.streams.status()} if deps.streams is not None else set()
-    if name not in names:
-        return _error(404, f"unknown stream '{name}'")
+    refused = _unknown_stream(name)
+    if refused is not None:
+        return refused
     data = state().frames.jpeg(name)
     if data is None:
         return _error(404, f"stream '{name}' has no inferred frame yet")
@@ -309,6 +305,17 @@ def _query_number(name: str, default: str, kind: type[float] | type[int]) -> flo
     return None if value != value else value
 
 
+def _unknown_stream(name: str) -> tuple | None:
+    """400 for a name no stream may have, 404 for one no stream has."""
+    problem = name_problem(name)
+    if problem is not None:
+        return _error(400, problem)
+    streams = state().deps.streams
+    if streams is None or name not in {s.name for s in streams.status()}:
+        return _error(404, f"unknown stream '{name}'")
+    return None
+
+
 def _error(status: int, message: str) -> tuple:
     return jsonify(error=message), status
 
@@ -329,13 +336,10 @@ def board() -> Response:
 def snapshot(name: str) -> Response | tuple:
     """The frame ``frame()`` serves, as a download named for the stream and
     the frame's UTC time."""
-    problem = name_problem(name)
-    if problem is not None:
-        return _error(400, problem)
+    refused = _unknown_stream(name)
+    if refused is not None:
+        return refused
     deps = state().deps
-    names = {s.name for s in deps.streams.status()} if deps.streams is not None else set()
-    if name not in names:
-        return _error(404, f"unknown stream '{name}'")
     latest = deps.frames.get(name) if deps.frames is not None else None
     data = state().frames.jpeg(name)
     if latest is None or data is None:
