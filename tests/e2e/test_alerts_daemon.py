@@ -170,6 +170,7 @@ def test_a_heated_zone_raises_the_banner_mqtt_and_events_and_cooling_clears_them
         details = texts(browser, 'tr[data-schema="edgebox.alert"] .details')
         assert sum("state cleared" in d for d in details) == 2
         assert sum("state raised" in d for d in details) == 2
+        assert all(re.search(r"since \d{1,2}:\d{2}:\d{2}", d) for d in details), details
         screenshot(browser, "alerts-cleared-events")
         cleared = subscriber.wait_for(
             lambda _: alert_documents(subscriber, device_id, "cleared"),

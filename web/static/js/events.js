@@ -11,8 +11,13 @@
   const HIDDEN = new Set(["id", "schema", "timestamp", "time"]);
   let lastId = 0;
 
-  function detailText(value) {
+  // Fields that hold a wall-clock time (an alert's "since", a stream's
+  // "next_retry_at") read as one, like the time column.
+  const WALL_CLOCK = /^since$|_at$/;
+
+  function detailText(value, key) {
     if (!known(value)) return "–";
+    if (typeof value === "number" && WALL_CLOCK.test(key)) return clock(value);
     if (typeof value === "number" && !Number.isInteger(value)) return value.toFixed(3).replace(/\.?0+$/, "");
     if (typeof value === "object") return JSON.stringify(value);
     return String(value);
@@ -21,7 +26,7 @@
   function details(event) {
     return Object.entries(event)
       .filter(([key, value]) => !HIDDEN.has(key) && value !== "" && known(value))
-      .map(([key, value]) => el("span", { class: "field" }, [el("span", { class: "field-name" }, [key]), " ", detailText(value)]));
+      .map(([key, value]) => el("span", { class: "field" }, [el("span", { class: "field-name" }, [key]), " ", detailText(value, key)]));
   }
 
   function row(event) {
