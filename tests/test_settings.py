@@ -267,6 +267,8 @@ def test_grpc_port_equal_to_http_port_is_refused() -> None:
         ("grpc_thread_count", "0", "must be 1..1024, got 0"),
         ("grpc_thread_count", "1025", "must be 1..1024, got 1025"),
         ("grpc_max_concurrent_streams", "0", "must be >= 1, got 0"),
+        ("grpc_max_streams", "0", "must be 1..4096, got 0"),
+        ("grpc_max_streams_per_client", "0", "must be >= 1, got 0"),
     ],
 )
 def test_grpc_limits_out_of_range_are_refused(key: str, value: str, expected: str) -> None:

@@ -135,11 +135,17 @@ class Settings:
     ignored unless ``allow_metrics``); edgebox's own telemetry families
     (temperatures, power rails, engines) stay."""
     grpc_thread_count: int = 32
-    """Threads doing gRPC requests' work (decoding, the model call, encoding):
-    a request holds one from the moment it has fully arrived until its answer
-    is encoded, including its wait in a model's queue, so this bounds the gRPC
-    requests in flight. An open ``ModelStreamInfer`` stream holds none while
-    it waits for its next request."""
+    """gRPC requests worked on at once (decoding, the model call, encoding),
+    unary calls and streams' requests each: a request holds a thread from the
+    moment it has fully arrived until its answer is encoded, including its
+    wait in a model's queue. Open streams hold threads of their own
+    (``grpc_max_streams``), never these."""
+    grpc_max_streams: int = 128
+    """``ModelStreamInfer`` streams open at once; one more is refused
+    (RESOURCE_EXHAUSTED). An open stream holds two threads, idle or not."""
+    grpc_max_streams_per_client: int = 32
+    """``ModelStreamInfer`` streams open at once from one client address
+    (loopback included), so one client cannot take every stream."""
     grpc_max_concurrent_streams: int = 128
     """Calls one gRPC connection may have open at once (HTTP/2's
     ``SETTINGS_MAX_CONCURRENT_STREAMS``; a ``ModelStreamInfer`` stream is one
@@ -372,6 +378,14 @@ class Settings:
             yield "metrics_port", f"must be 0..65535, got {self.metrics_port}", ()
         if not 1 <= self.grpc_thread_count <= 1024:
             yield "grpc_thread_count", f"must be 1..1024, got {self.grpc_thread_count}", ()
+        if not 1 <= self.grpc_max_streams <= 4096:
+            yield "grpc_max_streams", f"must be 1..4096, got {self.grpc_max_streams}", ()
+        if self.grpc_max_streams_per_client < 1:
+            yield (
+                "grpc_max_streams_per_client",
+                f"must be >= 1, got {self.grpc_max_streams_per_client}",
+                (),
+            )
         if self.grpc_max_concurrent_streams < 1:
             yield (
                 "grpc_max_concurrent_streams",

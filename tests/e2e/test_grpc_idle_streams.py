@@ -1,7 +1,8 @@
-"""Open ModelStreamInfer streams that send nothing cost no thread: more of them
-than the daemon has gRPC threads (across several connections, each within its
-stream cap) still leave every other call answered. A design in which a stream
-holds a handler thread (grpc's synchronous server) fails this."""
+"""Open ModelStreamInfer streams that send nothing never take the threads
+other calls are answered on: more of them than the daemon has gRPC threads
+(across several connections, each within its stream cap) still leave every
+other call answered. A design in which streams share the unary calls' handler
+threads (grpc's synchronous server with one pool) fails this."""
 
 from __future__ import annotations
 

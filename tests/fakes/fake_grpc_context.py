@@ -1,4 +1,4 @@
-"""FakeGrpcContext: the parts of ``grpc.aio.ServicerContext`` a servicer reads
+"""FakeGrpcContext: the parts of ``grpc.ServicerContext`` a servicer reads
 (peer, invocation metadata) and ``abort``, which raises FakeAbort carrying the
 status, as the real one ends the call by raising."""
 
@@ -25,5 +25,5 @@ class FakeGrpcContext:
     def invocation_metadata(self):
         return self._metadata
 
-    async def abort(self, code: grpc.StatusCode, details: str = "") -> None:
+    def abort(self, code: grpc.StatusCode, details: str = "") -> None:
         raise FakeAbort(code, details)

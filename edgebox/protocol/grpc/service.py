@@ -2,10 +2,11 @@
 verb its HTTP route calls (the dataplane's, or ``RepositoryControl``'s for the
 repository extension) and renders the result.
 
-Runs on the gRPC server's event loop (``server.GrpcServer``). Anything that
-may block (a model call, a load, a repository scan, a registry lookup) runs
-on the worker pool, so an open stream or a slow load never holds the loop;
-``live`` and ``ready`` read two flags and answer on the loop.
+Runs on the synchronous gRPC server's handler threads (``server.GrpcServer``):
+a unary call runs start to end on the thread grpc answers it on, at most
+``thread_count`` of them doing work at once. That is the cheaper path per call:
+``grpc.aio`` with a hop to a worker thread cost about twice the server CPU
+(bench/RESULTS.md, "gRPC per-call cost").
 
 ``ModelStreamInfer`` runs each request through ``DataPlane.infer_stream`` and
 streams every response as the model sends it: one for an ordinary model, zero
@@ -13,19 +14,21 @@ or many for a decoupled one (each carrying ``triton_final_response``), or
 ``error_message`` with the text a unary call would carry, as Triton does. A
 final that comes without a response is sent as an empty response only when
 the client asked (``triton_enable_empty_final_response``). Up to
-``stream_in_flight`` requests of one stream run at once, each until its final,
-and are answered as they finish (a client matches them by ``id``), so a stream
-can fill a dynamic batch. At shutdown a stream stops reading, answers what it
-read, then ends UNAVAILABLE.
+``stream_in_flight`` requests of one stream run at once on the stream worker
+pool, each until its final, and are answered as they finish (a client matches
+them by ``id``), so a stream can fill a dynamic batch. An open stream holds
+its handler thread and a reader thread, idle or not, so streams are bounded
+(``StreamSlots``) and never take the threads unary calls are answered on. At
+shutdown a stream stops reading, answers what it read, then ends UNAVAILABLE.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
+import queue
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from typing import Any, TypeVar
 
@@ -47,6 +50,7 @@ from edgebox.protocol.grpc.stream_sink import (
     StreamSink,
     stream_error,
 )
+from edgebox.protocol.grpc.stream_slots import StreamSlots
 from edgebox.protocol.shared_memory import RegionLease, SharedMemoryRegistry
 from edgebox.repository.override_files import is_file_parameter
 from edgebox.repository_control import RepositoryControl
@@ -60,10 +64,17 @@ SHUTTING_DOWN = "the server is shutting down; this stream takes no more requests
 """How a stream open at shutdown ends (UNAVAILABLE), once the requests it
 had sent are answered."""
 
+_STARTED = object()
+"""A stream's reader started a request: one more final to wait for."""
+_READ_ALL = object()
+"""A stream's reader has no more requests (the client closed its side, or left)."""
+_WAKE = object()
+"""Look again at the stream's state: the call ended, or the server is draining."""
+
 
 class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
-    """The servicer: its coroutines run on the server's event loop, their
-    blocking work on ``pool`` (shared by every call)."""
+    """The servicer: its methods run on grpc's handler threads; a stream's
+    requests run on ``pool``."""
 
     def __init__(
         self,
@@ -73,165 +84,189 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         pool: Executor,
         stream_in_flight: int = 32,
         shared_memory: SharedMemoryRegistry | None = None,
+        work_slots: int = 32,
+        stream_slots: StreamSlots | None = None,
+        readers: Executor | None = None,
     ) -> None:
+        """``work_slots``: unary calls doing work at once (the rest wait);
+        ``readers``: where each open stream's requests are read (a thread
+        each, as many as ``stream_slots`` allows)."""
         self._dataplane = dataplane
         self._repository_control = repository_control
         self._shared_memory = shared_memory or SharedMemoryRegistry()
         self._policy = policy
         self._pool = pool
+        self._readers = readers or pool
         self._stream_in_flight = max(1, stream_in_flight)
-        self._draining = asyncio.Event()
+        self._work = threading.BoundedSemaphore(max(1, work_slots))
+        self.stream_slots = stream_slots or StreamSlots(64, 16)
+        self._draining = threading.Event()
+        self._lock = threading.Lock()
+        self._open_streams: set[queue.SimpleQueue] = set()
 
     def begin_drain(self) -> None:
-        """Called on the event loop at shutdown: every open stream stops
-        taking requests, answers those it has and ends with OK."""
+        """At shutdown, any thread: every open stream stops taking requests,
+        answers those it has and ends UNAVAILABLE."""
         self._draining.set()
+        with self._lock:
+            for answers in self._open_streams:
+                answers.put(_WAKE)
 
     # -- health and metadata ---------------------------------------------------
 
-    async def ServerLive(self, request, context):
-        await self._admit("ServerLive", context)
+    def ServerLive(self, request, context):
+        self._admit("ServerLive", context)
         return pb.ServerLiveResponse(live=self._dataplane.live())
 
-    async def ServerReady(self, request, context):
-        await self._admit("ServerReady", context)
+    def ServerReady(self, request, context):
+        self._admit("ServerReady", context)
         return pb.ServerReadyResponse(ready=self._dataplane.ready())
 
-    async def ModelReady(self, request, context):
-        await self._admit("ModelReady", context)
-        ready = await self._run(context, self._model_ready, request.name, request.version)
+    def ModelReady(self, request, context):
+        self._admit("ModelReady", context)
+        ready = self._run(context, self._model_ready, request.name, request.version)
         return pb.ModelReadyResponse(ready=ready)
 
-    async def ServerMetadata(self, request, context):
-        await self._admit("ServerMetadata", context)
+    def ServerMetadata(self, request, context):
+        self._admit("ServerMetadata", context)
         return render.server_metadata(self._dataplane.server_metadata())
 
-    async def ModelMetadata(self, request, context):
-        await self._admit("ModelMetadata", context)
-        result = await self._run(
-            context, self._dataplane.model_metadata, request.name, request.version
-        )
+    def ModelMetadata(self, request, context):
+        self._admit("ModelMetadata", context)
+        result = self._run(context, self._dataplane.model_metadata, request.name, request.version)
         return render.model_metadata(result)
 
-    async def ModelConfig(self, request, context):
-        await self._admit("ModelConfig", context)
-        config = await self._run(
-            context, self._dataplane.model_config, request.name, request.version
-        )
+    def ModelConfig(self, request, context):
+        self._admit("ModelConfig", context)
+        config = self._run(context, self._dataplane.model_config, request.name, request.version)
         return render.model_config(config)
 
-    async def ModelStatistics(self, request, context):
-        await self._admit("ModelStatistics", context)
-        entries = await self._run(
-            context, self._dataplane.statistics, request.name, request.version
-        )
+    def ModelStatistics(self, request, context):
+        self._admit("ModelStatistics", context)
+        entries = self._run(context, self._dataplane.statistics, request.name, request.version)
         return render.statistics(entries)
 
     # -- inference ---------------------------------------------------------------
 
-    async def ModelInfer(self, request, context):
-        await self._admit("ModelInfer", context)
-        cancelled = threading.Event()
-        try:
-            return await self._run(context, self._infer, request, cancelled.is_set)
-        except asyncio.CancelledError:
-            # The client left: a request still queued for its model is dropped unrun.
-            cancelled.set()
-            raise
+    def ModelInfer(self, request, context):
+        self._admit("ModelInfer", context)
+        return self._run(context, self._infer, request, _left(context), work_slot=True)
 
-    async def ModelInferRaw(self, data: bytes, context) -> bytes:
+    def ModelInferRaw(self, data: bytes, context) -> bytes:
         """``ModelInfer`` as the server registers it: the request's bytes in,
         the answer's bytes out, the tensors never copied by protobuf
         (``raw_messages``)."""
-        await self._admit("ModelInfer", context)
-        cancelled = threading.Event()
-        try:
-            return await self._run(context, self._infer_raw, data, cancelled.is_set)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
+        self._admit("ModelInfer", context)
+        return self._run(context, self._infer_raw, data, _left(context), work_slot=True)
 
-    async def ModelStreamInfer(
-        self, request_iterator: AsyncIterator[pb.ModelInferRequest], context
-    ) -> AsyncIterator[pb.ModelStreamInferResponse]:
-        await self._admit("ModelStreamInfer", context)
-        loop = asyncio.get_running_loop()
-        answers: asyncio.Queue = asyncio.Queue()
-        slots = asyncio.Semaphore(self._stream_in_flight)
-        cancelled = threading.Event()
-        in_flight = 0
+    def ModelStreamInfer(
+        self, request_iterator: Iterator[pb.ModelInferRequest], context
+    ) -> Iterator[pb.ModelStreamInferResponse]:
+        self._admit("ModelStreamInfer", context)
+        client = peer_address(context.peer())
+        refused = self.stream_slots.take(client)
+        if refused is not None:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refused)
+        try:
+            yield from self._stream(request_iterator, context)
+        finally:
+            self.stream_slots.give(client)
+
+    def _stream(
+        self, request_iterator: Iterator[pb.ModelInferRequest], context
+    ) -> Iterator[pb.ModelStreamInferResponse]:
+        answers: queue.SimpleQueue = queue.SimpleQueue()
+        slots = threading.BoundedSemaphore(self._stream_in_flight)
+        done = threading.Event()
 
         def emit(answer: pb.ModelStreamInferResponse | None, final: bool) -> None:
-            # Any thread: a pool thread, a batcher worker, a decoupled model's own.
-            try:
-                loop.call_soon_threadsafe(answers.put_nowait, (answer, final))
-            except RuntimeError:
-                log.debug("grpc: a stream response came after the server stopped")
+            # Any thread: a stream worker, a batcher worker, a decoupled model's own.
+            if final:
+                slots.release()
+            answers.put((answer, final))
 
-        async def read() -> None:
-            nonlocal in_flight
+        def ended() -> None:
+            done.set()
+            answers.put(_WAKE)
+
+        def read() -> None:
             try:
-                async for message in request_iterator:
-                    await slots.acquire()
-                    in_flight += 1
-                    loop.run_in_executor(
-                        self._pool, self._stream_request, message, cancelled.is_set, emit
-                    )
+                for message in request_iterator:
+                    slots.acquire()
+                    if done.is_set() or self._draining.is_set():
+                        return
+                    answers.put(_STARTED)
+                    try:
+                        self._pool.submit(self._stream_request, message, done.is_set, emit)
+                    except RuntimeError:
+                        emit(stream_error(message, SHUTTING_DOWN), True)
+                        return
+            except Exception as error:
+                # The call ended under the reader (cancelled, deadline, shutdown).
+                log.debug("grpc: a stream's requests ended with %r", error)
             finally:
-                answers.put_nowait(None)
+                answers.put(_READ_ALL)
 
-        reader = asyncio.ensure_future(read())
-        drain = asyncio.ensure_future(self._draining.wait())
-        drain.add_done_callback(lambda _: reader.cancel())
+        with self._lock:
+            self._open_streams.add(answers)
         try:
-            reading = True
-            while reading or in_flight:
-                item = await answers.get()
-                if item is None:
+            if not context.add_callback(ended):
+                return
+            try:
+                self._readers.submit(read)
+            except RuntimeError:
+                self._fail(context, Unavailable(SHUTTING_DOWN))
+            reading, in_flight = True, 0
+            while (reading or in_flight) and not done.is_set():
+                if self._draining.is_set():
                     reading = False
-                    continue
-                answer, final = item
-                if final:
-                    in_flight -= 1
-                    slots.release()
-                if answer is not None:
-                    yield answer
+                    if not in_flight:
+                        break
+                item = answers.get()
+                if item is _STARTED:
+                    in_flight += 1
+                elif item is _READ_ALL:
+                    reading = False
+                elif item is not _WAKE:
+                    answer, final = item
+                    if final:
+                        in_flight -= 1
+                    if answer is not None:
+                        yield answer
         finally:
-            cancelled.set()
-            drain.cancel()
-            reader.cancel()
+            done.set()
+            with self._lock:
+                self._open_streams.discard(answers)
         if self._draining.is_set():
-            await self._fail(context, Unavailable(SHUTTING_DOWN))
-        if not reader.cancelled() and reader.exception() is not None:
-            log.debug("grpc: a stream's requests ended with %r", reader.exception())
+            self._fail(context, Unavailable(SHUTTING_DOWN))
 
     # -- repository extension ----------------------------------------------------
 
-    async def RepositoryIndex(self, request, context):
-        await self._admit("RepositoryIndex", context)
-        entries = await self._run(context, self._repository_control.repository_index, request.ready)
+    def RepositoryIndex(self, request, context):
+        self._admit("RepositoryIndex", context)
+        entries = self._run(context, self._repository_control.repository_index, request.ready)
         return render.repository_index(entries)
 
-    async def RepositoryModelLoad(self, request, context):
-        await self._admit("RepositoryModelLoad", context)
+    def RepositoryModelLoad(self, request, context):
+        self._admit("RepositoryModelLoad", context)
         name, peer = request.model_name, peer_address(context.peer())
         decode = functools.partial(_load_parameters, request.parameters)
         load = functools.partial(self._repository_control.load_model, name)
-        await self._run(context, audited_load, "grpc", peer, name, decode, load)
+        self._run(context, audited_load, "grpc", peer, name, decode, load)
         return pb.RepositoryModelLoadResponse()
 
-    async def RepositoryModelUnload(self, request, context):
-        await self._admit("RepositoryModelUnload", context)
+    def RepositoryModelUnload(self, request, context):
+        self._admit("RepositoryModelUnload", context)
         name, peer = request.model_name, peer_address(context.peer())
         work = functools.partial(self._unload, name, request.parameters)
-        await self._run(context, audited, "unload", "grpc", peer, name, work)
+        self._run(context, audited, "unload", "grpc", peer, name, work)
         return pb.RepositoryModelUnloadResponse()
 
     # -- system shared memory extension ---------------------------------------------
 
-    async def SystemSharedMemoryStatus(self, request, context):
-        await self._admit("SystemSharedMemoryStatus", context)
-        regions = await self._run(context, self._shared_memory.status, request.name)
+    def SystemSharedMemoryStatus(self, request, context):
+        self._admit("SystemSharedMemoryStatus", context)
+        regions = self._run(context, self._shared_memory.status, request.name)
         response = pb.SystemSharedMemoryStatusResponse()
         for region in regions:
             response.regions[region.name].CopyFrom(
@@ -244,9 +279,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
             )
         return response
 
-    async def SystemSharedMemoryRegister(self, request, context):
-        await self._admit("SystemSharedMemoryRegister", context)
-        await self._run(
+    def SystemSharedMemoryRegister(self, request, context):
+        self._admit("SystemSharedMemoryRegister", context)
+        self._run(
             context,
             self._shared_memory.register,
             request.name,
@@ -256,45 +291,45 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         )
         return pb.SystemSharedMemoryRegisterResponse()
 
-    async def SystemSharedMemoryUnregister(self, request, context):
-        await self._admit("SystemSharedMemoryUnregister", context)
-        await self._run(context, self._shared_memory.unregister, request.name)
+    def SystemSharedMemoryUnregister(self, request, context):
+        self._admit("SystemSharedMemoryUnregister", context)
+        self._run(context, self._shared_memory.unregister, request.name)
         return pb.SystemSharedMemoryUnregisterResponse()
 
     # -- CUDA shared memory: no such region on this device ---------------------------
 
-    async def CudaSharedMemoryStatus(self, request, context):
+    def CudaSharedMemoryStatus(self, request, context):
         # No CUDA region can exist: the status of all is empty, as HTTP answers.
         if request.name:
-            await self._refuse_cuda_shm("CudaSharedMemoryStatus", context)
-        await self._admit("CudaSharedMemoryStatus", context)
+            self._refuse_cuda_shm("CudaSharedMemoryStatus", context)
+        self._admit("CudaSharedMemoryStatus", context)
         return pb.CudaSharedMemoryStatusResponse()
 
-    async def CudaSharedMemoryRegister(self, request, context):
-        await self._refuse_cuda_shm("CudaSharedMemoryRegister", context)
+    def CudaSharedMemoryRegister(self, request, context):
+        self._refuse_cuda_shm("CudaSharedMemoryRegister", context)
 
-    async def CudaSharedMemoryUnregister(self, request, context):
+    def CudaSharedMemoryUnregister(self, request, context):
         # Nothing to unregister; NVIDIA's examples call this as a clean-up first.
-        await self._admit("CudaSharedMemoryUnregister", context)
+        self._admit("CudaSharedMemoryUnregister", context)
         return pb.CudaSharedMemoryUnregisterResponse()
 
-    async def TraceSetting(self, request, context):
-        await self._admit("TraceSetting", context)
+    def TraceSetting(self, request, context):
+        self._admit("TraceSetting", context)
         changes = settings_codec.trace_changes(request)
         model = request.model_name
         if changes:
             verb, args = self._dataplane.update_trace_settings, (model, changes)
         else:
             verb, args = self._dataplane.trace_settings, (model,)
-        return settings_codec.trace_response(await self._run(context, verb, *args))
+        return settings_codec.trace_response(self._run(context, verb, *args))
 
-    async def LogSettings(self, request, context):
-        await self._admit("LogSettings", context)
+    def LogSettings(self, request, context):
+        self._admit("LogSettings", context)
         changes = settings_codec.log_changes(request)
         if changes:
-            settings = await self._run(context, self._dataplane.update_log_settings, changes)
+            settings = self._run(context, self._dataplane.update_log_settings, changes)
         else:
-            settings = await self._run(context, self._dataplane.log_settings)
+            settings = self._run(context, self._dataplane.log_settings)
         return settings_codec.log_response(settings)
 
     # -- on the worker pool --------------------------------------------------------
@@ -362,7 +397,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     # -- plumbing --------------------------------------------------------------------
 
-    async def _admit(self, method: str, context) -> None:
+    def _admit(self, method: str, context) -> None:
         """Ends the call with the refusal when the policy refuses it."""
         denial = self._policy.check(
             API_OF_METHOD[method],
@@ -371,37 +406,45 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         )
         if denial is not None:
             code, details = refusal(denial)
-            await context.abort(code, details)
+            context.abort(code, details)
 
-    async def _run(self, context, work: Callable[..., T], *args: Any) -> T:
-        """``work(*args)`` on the pool; an EdgeboxError ends the call with its
-        mapped status and message, anything else with INTERNAL."""
+    def _run(self, context, work: Callable[..., T], *args: Any, work_slot: bool = False) -> T:
+        """``work(*args)``; an EdgeboxError ends the call with its mapped
+        status and message, anything else with INTERNAL. ``work_slot``: wait
+        for one of the ``work_slots`` first (a model call, not a lookup)."""
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, work, *args)
+            if not work_slot:
+                return work(*args)
+            with self._work:
+                return work(*args)
         except EdgeboxError as error:
-            await self._fail(context, error)
-        except asyncio.CancelledError:
-            raise
-        except BaseException:
+            self._fail(context, error)
+        except Exception:
             log.exception("grpc: %s failed", getattr(work, "__name__", work))
-            await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
+            context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
         raise AssertionError("context.abort returned")
 
-    async def _fail(self, context, error: EdgeboxError) -> None:
+    def _fail(self, context, error: EdgeboxError) -> None:
         if isinstance(error, DecoupledUnary):
             error = Unsupported(UNARY_REFUSAL_GRPC)
         code, details = status_of(error)
-        await context.abort(code, details)
+        context.abort(code, details)
 
-    async def _refuse_cuda_shm(self, method: str, context) -> None:
-        await self._admit(method, context)
-        await self._fail(
+    def _refuse_cuda_shm(self, method: str, context) -> None:
+        self._admit(method, context)
+        self._fail(
             context,
             Unsupported(
                 f"{method}: CUDA shared memory is not supported on this device (Jetson has "
                 "no CUDA IPC); send tensors in raw_input_contents"
             ),
         )
+
+
+def _left(context) -> Callable[[], bool]:
+    """True once the call has ended without its answer (the client cancelled
+    or its deadline passed): a request still queued for its model is dropped."""
+    return lambda: not context.is_active()
 
 
 def _load_parameters(entries) -> dict:

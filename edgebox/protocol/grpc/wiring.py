@@ -24,6 +24,8 @@ class GrpcSettings(Protocol):
     max_request_bytes: int
     grpc_thread_count: int
     grpc_max_concurrent_streams: int
+    grpc_max_streams: int
+    grpc_max_streams_per_client: int
 
 
 def grpc_server(
@@ -45,4 +47,6 @@ def grpc_server(
         thread_count=settings.grpc_thread_count,
         max_concurrent_streams=settings.grpc_max_concurrent_streams,
         shared_memory=shared_memory,
+        max_streams=settings.grpc_max_streams,
+        max_streams_per_client=settings.grpc_max_streams_per_client,
     )

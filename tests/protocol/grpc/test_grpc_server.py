@@ -12,7 +12,8 @@ import pytest
 from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc
 
-from edgebox.errors import Cancelled
+from daemon_process import wait_for
+from edgebox.errors import Cancelled, NotFound
 from edgebox.protocol.access_policy import AccessPolicy
 from edgebox.protocol.grpc.server import GrpcServer
 
@@ -120,4 +121,78 @@ def test_a_call_the_client_abandons_marks_its_request_cancelled():
         assert dataplane.entered.is_set()
         assert dataplane.saw_cancel.wait(10)
     finally:
+        server.stop(1.0)
+
+
+class NoModelDataPlane(HealthyDataPlane):
+    """Every stream request is answered at once with an error: the stream
+    stays open, its request answered."""
+
+    def check_servable(self, name: str, version: str = "") -> None:
+        raise NotFound(f"model '{name}' is not here")
+
+
+def open_answered_stream(channel: grpc.Channel, release: threading.Event):
+    def one_request_then_wait():
+        yield pb.ModelInferRequest(model_name="absent", id="first")
+        release.wait(30)
+
+    stream = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelStreamInfer(
+        one_request_then_wait()
+    )
+    return stream
+
+
+def test_streams_past_the_per_client_bound_are_refused_and_unary_calls_still_answered():
+    server = GrpcServer(
+        NoModelDataPlane(),
+        None,
+        AccessPolicy({}),
+        "127.0.0.1",
+        0,
+        thread_count=1,
+        max_streams=8,
+        max_streams_per_client=2,
+    )
+    server.start()
+    release = threading.Event()
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    try:
+        held = [open_answered_stream(channel, release) for _ in range(2)]
+        for stream in held:
+            assert next(stream).infer_response.id == "first"
+        refused = open_answered_stream(channel, release)
+        with pytest.raises(grpc.RpcError) as caught:
+            next(refused)
+        assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "--grpc-max-streams-per-client" in caught.value.details()
+        client = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        assert client.ServerLive(pb.ServerLiveRequest(), timeout=5).live
+        held[0].cancel()
+        wait_for(lambda: server.service.stream_slots.open == 1, 10, what="the slot back")
+        again = open_answered_stream(channel, release)
+        assert next(again).infer_response.id == "first"
+        again.cancel()
+    finally:
+        release.set()
+        channel.close()
+        server.stop(1.0)
+
+
+def test_stop_ends_an_open_stream_unavailable_after_its_answers():
+    server = GrpcServer(NoModelDataPlane(), None, AccessPolicy({}), "127.0.0.1", 0)
+    server.start()
+    release = threading.Event()
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    try:
+        stream = open_answered_stream(channel, release)
+        assert next(stream).infer_response.id == "first"
+        server.begin_stop(5.0)
+        with pytest.raises(grpc.RpcError) as caught:
+            next(stream)
+        assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+        assert "shutting down" in caught.value.details()
+    finally:
+        release.set()
+        channel.close()
         server.stop(1.0)

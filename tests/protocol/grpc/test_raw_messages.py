@@ -5,8 +5,8 @@ reads it, and the bytes path is the one the server registers."""
 
 from __future__ import annotations
 
-import asyncio
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
@@ -157,7 +157,5 @@ class FakeService(service_pb2_grpc.GRPCInferenceServiceServicer):
 
 
 def test_the_server_registers_model_infer_as_bytes():
-    async def register() -> bool:
-        return add_inference_service(FakeService(), grpc.aio.server())
-
-    assert asyncio.run(register()) is True
+    with ThreadPoolExecutor(1) as pool:
+        assert add_inference_service(FakeService(), grpc.server(pool)) is True
