@@ -2,7 +2,7 @@
 rendered as a ``ModelStreamInferResponse`` (an error as ``error_message`` with
 the text a unary call would carry), ``triton_final_response`` set where the
 model is decoupled or the client asked for empty finals, and handed to the
-stream's event loop without blocking (``service.InferenceService``).
+stream's handler thread without blocking (``service.InferenceService``).
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ for empty finals): whether it is the request's last."""
 
 Emit = Callable[[pb.ModelStreamInferResponse | None, bool], None]
 """Hands a rendered answer (None: nothing to send) and whether it is the
-request's final to the stream's loop; callable from any thread."""
+request's final to the stream's handler thread; callable from any thread."""
 
 
 class StreamSink:
     """One stream request's sink: renders each response as Triton streams it
-    and hands it to the stream's loop (``emit``); never blocks. The
+    and hands it to the stream's handler thread (``emit``); never blocks. The
     shared-memory regions the request named stay leased until its final."""
 
     __slots__ = ("_emit", "_empty_final", "_message", "_regions", "_request")
