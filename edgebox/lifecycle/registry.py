@@ -88,6 +88,11 @@ class ServedModel:
             if self._inflight == 0:
                 self._idle.notify_all()
 
+    @property
+    def retired(self) -> bool:
+        """Taking no new requests (``retire``)."""
+        return self._retired
+
     def retire(self) -> None:
         """Take no new requests; those in flight finish normally."""
         with self._idle:
@@ -142,6 +147,14 @@ class ModelRegistry:
         version serving, Unavailable for a named version that is known but
         not ready (with its reason), as Triton does.
         """
+        return self._find(name, version, count=True)
+
+    def get(self, name: str, version: str = "") -> ServedModel:
+        """Like ``acquire`` without counting a request (metadata, config, a
+        check before a request is read): a canary route is not taken either."""
+        return self._find(name, version, count=False)
+
+    def _find(self, name: str, version: str, count: bool) -> ServedModel:
         with self._lock:
             if version:
                 number = _version_number(name, version)
@@ -149,23 +162,21 @@ class ModelRegistry:
             else:
                 number = None
                 served = self._default.get(name)
-                if self._canaries:
+                if count and self._canaries:
                     route = self._canaries.get(name)
                     if route is not None and route.take() and route.candidate.enter():
                         return route.candidate
             failure = served.scheduler.failure if served is not None else None
-            if served is not None and failure is None and served.enter():
+            if (
+                served is not None
+                and failure is None
+                and (served.enter() if count else not served.retired)
+            ):
                 return served
             if failure is None:
                 raise self._not_servable(name, number)
         self.set_status(name, served.version, ModelState.UNAVAILABLE, failure)
         raise Unavailable(failure)
-
-    def get(self, name: str, version: str = "") -> ServedModel:
-        """Like ``acquire`` without counting a request (metadata, config)."""
-        served = self.acquire(name, version)
-        served.exit()
-        return served
 
     def publish(self, served: ServedModel) -> ServedModel | None:
         """Make a loaded version take traffic; returns the one it replaces."""

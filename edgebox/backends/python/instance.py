@@ -241,7 +241,8 @@ class PythonInstance:
             model_version=str(self._model_version),
             outputs=outputs,
             id=request.id,
-            parameters=json.loads(response.parameters()),
+            # Through JSON, as Triton reads them: what a client could not be sent fails here.
+            parameters=json.loads(response.parameters()) if response._parameters else {},
         )
 
 

@@ -156,6 +156,20 @@ def test_a_canary_answers_its_share_and_is_promoted(rollout_stack, tmp_path):
     assert stack.rollouts.status("add_sub")["stage"] == "watching"
 
 
+def test_a_canary_gets_its_share_of_requests_that_were_checked_before_they_ran(
+    rollout_stack, tmp_path
+):
+    # HTTP and gRPC check a model is servable before reading a request: that
+    # look must not spend the canary's turn (30 % would become 40 %).
+    stack = rollout_stack(policy="canary", canary_percent=30, samples=100, watch_s=60)
+    _second_version(stack, tmp_path, RIGHT)
+    answered = []
+    for _ in range(50):
+        stack.dataplane.check_servable("add_sub", "")
+        answered.append(stack.add_sub()[0])
+    assert answered.count("2") == 15
+
+
 def test_a_promoted_version_that_starts_failing_is_rolled_back_in_its_watch_window(
     rollout_stack, tmp_path
 ):
