@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test test-parity lint bench demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck perf-analyzer test-perf-analyzer prometheus test-fleet
+.PHONY: run test test-parity lint bench bench-memory demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck perf-analyzer test-perf-analyzer prometheus test-fleet
 
 # Debian's packages, installed only when missing (as root in CI, else sudo);
 # `apt-get update` runs only when a first install attempt fails.
@@ -124,6 +124,12 @@ BENCH_ARGS ?=
 bench: demo-models perf-analyzer
 	$(PY) -m pip install -q -r bench/requirements.txt
 	$(PY) bench/run.py $(BENCH_ARGS)
+
+# Opt-in, about 20 minutes: where the daemon's memory goes, by component, at
+# start and through 10 minutes of the demo under load, untraced then traced
+# (bench/memory_budget.py; BENCH_ARGS="--minutes 3" for a shorter look).
+bench-memory: demo-models mosquitto
+	$(PY) -m bench.memory_budget $(BENCH_ARGS)
 
 check: demo-models
 	$(VENV)/bin/edgebox check $(REPO)

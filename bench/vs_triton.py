@@ -18,6 +18,10 @@ the median of the per-round ``edgebox / Triton`` requests/s (Triton is the
 floor measured in the same round). Server CPU per request is each process's
 (and, for Triton, its python stubs') user+system time over the calls.
 Target: every row at least ``RATE_TARGET`` times Triton's requests/s.
+
+A third server, ``floor`` (``bench/python_floor.py``), is the least a Python
+server spends on these rows: its ratio to Triton, reported beside edgebox's,
+is how far any Python front end could get on this machine in the same run.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import shutil
 import statistics
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,11 +45,12 @@ from daemon_process import DaemonProcess, wait_for
 from scripts.triton_reference import Reference
 
 RATE_TARGET = 1.5
+REPO_ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = (1, 8)
 LANE_IN = (1, 3, 360, 640)
 LANE_OUT = (1, 2784, 77)
 
-ADD_SUB_PY = '''\
+ADD_SUB_PY = """\
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -58,9 +64,9 @@ class TritonPythonModel:
             responses.append(pb_utils.InferenceResponse([
                 pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
         return responses
-'''
+"""
 
-LANE_PY = '''\
+LANE_PY = """\
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -76,7 +82,7 @@ class TritonPythonModel:
             responses.append(pb_utils.InferenceResponse([
                 pb_utils.Tensor("predict_lanes", lanes.astype(np.float32))]))
         return responses
-'''
+"""
 
 
 def _config(name: str, inputs: list[tuple[str, tuple]], outputs: list[tuple[str, tuple]]) -> str:
@@ -200,7 +206,7 @@ def measure(
     shutil.copytree(folder / "models", folder / "triton-models", dirs_exist_ok=True)
     daemon = DaemonProcess(folder / "models", folder / "edgebox.log", [])
     daemon.start()
-    triton = None
+    triton = floor = None
     servers = [
         Server("edgebox", daemon.url, daemon.grpc_url, lambda: [daemon.process.pid]),
     ]
@@ -221,6 +227,22 @@ def measure(
             wait_for(lambda: triton.poll() is None and _ready(servers[1].http), 120, what="Triton")
         else:
             log(f"  no reference Triton in {reference.home} (make test-parity): edgebox alone")
+        floor_http, floor_grpc = _free_port(), _free_port()
+        floor = subprocess.Popen(
+            [sys.executable, "-m", "bench.python_floor", str(floor_http), str(floor_grpc)],
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=(folder / "floor.log").open("wb"),
+        )
+        servers.append(
+            Server(
+                "floor",
+                f"127.0.0.1:{floor_http}",
+                f"127.0.0.1:{floor_grpc}",
+                lambda: [floor.pid],
+            )
+        )
+        wait_for(lambda: floor.poll() is None and _ready(servers[-1].http), 60, what="the floor")
         transports = [t for t in TRANSPORTS if not t.shared_memory]
         rows = [
             Row(model, transport, c, seconds * (2.0 if model == "lane" else 1.0))
@@ -262,7 +284,11 @@ def measure(
                     for row in rows
                 )
             )
+        rss_mb = {s.name: _rss_bytes(s.pids()) / 2**20 for s in servers}
     finally:
+        if floor is not None:
+            floor.kill()
+            floor.wait()
         if triton is not None:
             triton.terminate()
             try:
@@ -272,12 +298,37 @@ def measure(
         code = daemon.stop()
         if code != 0:
             log(f"  daemon exited with {code}; see {daemon.log_path}")
-    return _report(rows, [s.name for s in servers], log)
+    return _report(rows, [s.name for s in servers], rss_mb, log)
 
 
-def _report(rows: list[Row], names: list[str], log) -> tuple[dict, list]:
-    figures: dict = {}
+def _rss_bytes(pids: list[int]) -> int:
+    """Resident memory of ``pids`` together (Triton's python stubs included)."""
+    total = 0
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) * 1024
+    return total
+
+
+def _report(rows: list[Row], names: list[str], rss_mb: dict[str, float], log) -> tuple[dict, list]:
+    figures: dict = {"rss_mb_after_the_rows": {n: round(v, 1) for n, v in rss_mb.items()}}
     targets = []
+    log("\nRSS after the rows: " + ", ".join(f"{n} {v:.0f} MB" for n, v in rss_mb.items()))
+    if "triton" in rss_mb:
+        below = rss_mb["edgebox"] < rss_mb["triton"]
+        targets.append(
+            (
+                "edgebox RSS below Triton's after the rows",
+                below,
+                f"{rss_mb['edgebox']:.0f} vs {rss_mb['triton']:.0f} MB",
+                round(rss_mb["edgebox"] / rss_mb["triton"], 3),
+            )
+        )
     log(f"\n{'row':<26}{'server':<9}{'req/s':>8}{'p50 us':>9}{'p99 us':>9}{'CPU us/req':>12}")
     for row in rows:
         entry = {}
@@ -301,6 +352,13 @@ def _report(rows: list[Row], names: list[str], log) -> tuple[dict, list]:
             )
             entry["edgebox_over_triton"] = round(ratio, 3)
             log(f"{'':<26}{'ratio':<9}{ratio:>8.2f}")
+            if "floor" in names:
+                ceiling = statistics.median(
+                    a.rate_per_s / b.rate_per_s
+                    for a, b in zip(row.rounds["floor"], row.rounds["triton"], strict=True)
+                )
+                entry["floor_over_triton"] = round(ceiling, 3)
+                log(f"{'':<26}{'floor':<9}{ceiling:>8.2f}")
             targets.append(
                 (
                     f"{row.label} req/s >= {RATE_TARGET}x Triton",
@@ -312,4 +370,3 @@ def _report(rows: list[Row], names: list[str], log) -> tuple[dict, list]:
             )
         figures[row.label] = entry
     return figures, targets
-

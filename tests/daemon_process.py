@@ -101,7 +101,9 @@ class DaemonProcess:
     def dashboard_url(self) -> str:
         return f"http://127.0.0.1:{self.dashboard_port}"
 
-    def start(self, wait_ready: bool = True) -> DaemonProcess:
+    def start(self, wait_ready: bool = True, listen_timeout_s: float = 30.0) -> DaemonProcess:
+        """``listen_timeout_s``: for each port to be bound (a traced or
+        profiled daemon starts several times slower)."""
         if self.process is not None and self.process.poll() is None:
             raise RuntimeError(f"the daemon is already running ({self.log_path})")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **(self.env or {})}
@@ -136,21 +138,21 @@ class DaemonProcess:
             command, stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=self.cwd
         )
         self.port = int(
-            wait_for(self._bound_port, 30, what=f"the daemon to listen ({self.log_path})")
+            wait_for(self._bound_port, listen_timeout_s, what=f"the daemon to listen ({self.log_path})")
         )
         self.grpc_port = int(
             wait_for(
                 lambda: self._bound_port(_GRPC_LISTENING),
-                30,
+                listen_timeout_s,
                 what=f"the daemon to listen for gRPC ({self.log_path})",
             )
         )
         metrics = wait_for(
-            self._metrics_port, 30, what=f"the daemon to serve metrics ({self.log_path})"
+            self._metrics_port, listen_timeout_s, what=f"the daemon to serve metrics ({self.log_path})"
         )
         self.metrics_port = 0 if metrics == "off" else int(metrics)
         if wait_ready:
-            wait_for(self.is_ready, 60, what="/v2/health/ready")
+            wait_for(self.is_ready, 2 * listen_timeout_s, what="/v2/health/ready")
         return self
 
     def _empty_config(self) -> Path:
