@@ -1,5 +1,6 @@
 """Command line: ``edgebox serve``, ``edgebox check [--config FILE] [REPOSITORY]``,
-``edgebox publish``, ``edgebox build-engine``, ``edgebox passwd``,
+``edgebox selftest [--config FILE] [--json]``, ``edgebox publish``,
+``edgebox build-engine``, ``edgebox passwd``,
 ``edgebox rollout status|promote|abort|release MODEL``,
 ``edgebox fleet keygen|pack|deploy|status|rollback``, ``edgebox --version``.
 Each subcommand lives in ``commands/``; this module builds the parser from
@@ -12,12 +13,13 @@ import argparse
 from collections.abc import Callable
 
 from edgebox import __version__
-from edgebox.commands import check, fleet, passwd, publish, rollout, serve
+from edgebox.commands import check, fleet, passwd, publish, rollout, selftest, serve
 from edgebox.commands.console import EXIT_OK
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve": serve.run,
     "check": check.run,
+    "selftest": selftest.run,
     "publish": publish.run_publish,
     "build-engine": publish.run_build_engine,
     "passwd": passwd.run,
@@ -34,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve.add_parser(commands)
     check.add_parser(commands)
+    selftest.add_parser(commands)
     publish.add_publish_parser(commands)
     passwd.add_parser(commands)
     publish.add_build_engine_parser(commands)

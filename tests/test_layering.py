@@ -186,6 +186,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "settings_reload",
         "live_reload",
         "daemon",
+        "selftest",
         "commands",
         "cli",
         "__main__",

@@ -1,0 +1,75 @@
+"""``edgebox selftest``: the platform, the libraries inference and cameras
+need, and what the daemon will need from this machine with its settings
+(ports, the broker, the spool's disk, the repository), each marked pass,
+fail, warn, "not on this machine" or "not configured". Exit 1 when any check
+fails, 78 when the settings themselves are wrong."""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import sys
+from pathlib import Path
+
+from edgebox.commands.console import EXIT_CONFIG, EXIT_OK, EXIT_PROBLEMS
+from edgebox.selftest.environment import environment_checks
+from edgebox.selftest.platform import platform_checks
+from edgebox.selftest.report import Report
+from edgebox.settings import SettingsError, load_settings
+from edgebox.state_lock import LOCK_NAME
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    selftest = commands.add_parser(
+        "selftest",
+        help="check this device: platform, libraries, ports, broker, spool disk, repository",
+        description="Check the platform (module, L4T and JetPack, power mode, telemetry), "
+        "TensorRT, ONNX Runtime and OpenCV, and what the daemon needs with its settings: its "
+        "ports, the MQTT broker with the configured credentials, disk for the spool, the "
+        "model repository. Exit 0 when nothing fails, 1 when something does, 78 for a "
+        "settings problem.",
+    )
+    selftest.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="YAML settings file, as serve takes it (default: /etc/edgebox/edgebox.yaml if "
+        "present); EDGEBOX_* variables apply as they do to serve",
+    )
+    selftest.add_argument("--json", action="store_true", help="print one JSON document")
+    # Fixture trees in tests; "/" on a device.
+    selftest.add_argument("--root", type=Path, default=Path("/"), help=argparse.SUPPRESS)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings({}, config_file=args.config)
+    except SettingsError as exc:
+        for problem in exc.problems:
+            print(f"edgebox: {problem.located()}", file=sys.stderr)
+        return EXIT_CONFIG
+    report = Report()
+    report.add(*platform_checks(args.root))
+    report.add(*environment_checks(settings, daemon_running(settings.state_directory)))
+    print(report.to_json() if args.json else report.to_text())
+    return EXIT_PROBLEMS if report.failed else EXIT_OK
+
+
+def daemon_running(state_directory: Path) -> bool:
+    """Whether a daemon holds the state directory's lock (``state_lock``),
+    tried without taking it or making anything."""
+    try:
+        fd = os.open(state_directory / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
