@@ -176,7 +176,9 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         self, request_iterator: Iterator[pb.ModelInferRequest], context
     ) -> Iterator[pb.ModelStreamInferResponse]:
         answers: queue.SimpleQueue = queue.SimpleQueue()
-        slots = threading.BoundedSemaphore(self._stream_in_flight)
+        # Not bounded: once the stream has ended, one extra release wakes a
+        # reader waiting for a slot that a never-finishing request holds.
+        slots = threading.Semaphore(self._stream_in_flight)
         done = threading.Event()
 
         def emit(answer: pb.ModelStreamInferResponse | None, final: bool) -> None:
@@ -188,6 +190,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         def ended() -> None:
             done.set()
             answers.put(_WAKE)
+            slots.release()
 
         def read() -> None:
             try:
@@ -235,6 +238,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
                         yield answer
         finally:
             done.set()
+            slots.release()
             with self._lock:
                 self._open_streams.discard(answers)
         if self._draining.is_set():

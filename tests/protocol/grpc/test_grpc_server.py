@@ -196,3 +196,52 @@ def test_stop_ends_an_open_stream_unavailable_after_its_answers():
         release.set()
         channel.close()
         server.stop(1.0)
+
+
+class NeverFinalFirstDataPlane(HealthyDataPlane):
+    """A decoupled model that never sends the final of request 'hang' and
+    answers every other request at once (with an error, which is a final)."""
+
+    def check_servable(self, name: str, version: str = "") -> None:
+        pass
+
+    def infer_stream(self, request, sink) -> None:
+        if request.id != "hang":
+            sink.send(NotFound(f"answered {request.id}"), True)
+
+
+def test_a_stream_whose_request_never_ends_frees_its_reader_when_the_client_leaves():
+    # One request in flight per stream and one reader thread in all: the
+    # first stream's reader waits for a slot its never-ending request holds.
+    server = GrpcServer(
+        NeverFinalFirstDataPlane(),
+        None,
+        AccessPolicy({}),
+        "127.0.0.1",
+        0,
+        thread_count=1,
+        max_streams=1,
+        max_streams_per_client=1,
+    )
+    server.start()
+    release = threading.Event()
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    client = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+
+    def requests(*ids):
+        for request_id in ids:
+            yield pb.ModelInferRequest(model_name="m", id=request_id)
+        release.wait(30)
+
+    try:
+        first = client.ModelStreamInfer(requests("hang", "second", "third"))
+        wait_for(lambda: server.service.stream_slots.open == 1, 10, what="the first stream")
+        first.cancel()
+        wait_for(lambda: server.service.stream_slots.open == 0, 10, what="its slot back")
+        again = client.ModelStreamInfer(requests("fourth"), timeout=10)
+        assert next(again).error_message.endswith("answered fourth")
+        again.cancel()
+    finally:
+        release.set()
+        channel.close()
+        server.stop(1.0)
