@@ -1,6 +1,7 @@
 """``edgebox selftest``: the platform, the libraries inference and cameras
-need, and what the daemon will need from this machine with its settings
-(ports, the broker, the spool's disk, the repository), each marked pass,
+need, what the daemon will need from this machine with its settings (ports,
+the broker, the spool's disk, the repository) and a frame from each
+configured stream's source, each marked pass,
 fail, warn, "not on this machine" or "not configured". Exit 1 when any check
 fails, 78 when the settings themselves are wrong."""
 
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from edgebox.commands.console import EXIT_CONFIG, EXIT_OK, EXIT_PROBLEMS
+from edgebox.selftest.cameras import camera_checks
 from edgebox.selftest.environment import environment_checks
 from edgebox.selftest.platform import platform_checks
 from edgebox.selftest.report import Report
@@ -23,11 +25,13 @@ from edgebox.state_lock import LOCK_NAME
 def add_parser(commands: argparse._SubParsersAction) -> None:
     selftest = commands.add_parser(
         "selftest",
-        help="check this device: platform, libraries, ports, broker, spool disk, repository",
+        help="check this device: platform, libraries, ports, broker, spool disk, repository, "
+        "cameras",
         description="Check the platform (module, L4T and JetPack, power mode, telemetry), "
         "TensorRT, ONNX Runtime and OpenCV, and what the daemon needs with its settings: its "
         "ports, the MQTT broker with the configured credentials, disk for the spool, the "
-        "model repository. Exit 0 when nothing fails, 1 when something does, 78 for a "
+        "model repository; then a frame from each configured stream's source. Exit 0 when "
+        "nothing fails, 1 when something does, 78 for a "
         "settings problem.",
     )
     selftest.add_argument(
@@ -53,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     report = Report()
     report.add(*platform_checks(args.root))
     report.add(*environment_checks(settings, daemon_running(settings.state_directory)))
+    report.add(*camera_checks(settings.streams))
     print(report.to_json() if args.json else report.to_text())
     return EXIT_PROBLEMS if report.failed else EXIT_OK
 

@@ -1,0 +1,87 @@
+"""Each configured stream's source opened as the daemon opens it and one
+frame read from it, against a deadline: a camera that is unreachable, a
+wrong password or a file that does not decode is found on the day the box
+is installed, not in the journal a week later."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from edgebox.selftest.report import Check, Status
+from edgebox.streams.frame_source import FrameSource, SourceError
+from edgebox.streams.settings import StreamSettings
+from edgebox.streams.source_spec import SourceKind, SourceSpec, parse_source
+from edgebox.streams.sources import open_source
+
+SECTION = "cameras"
+FRAME_TIMEOUT_S = 20.0
+"""Longer than OpenCV's own network open (10 s) and read (5 s) timeouts, so
+its message, not this one, names a camera that does not answer."""
+
+DECODED_BY = {
+    SourceKind.SYNTHETIC: "synthetic frames",
+    SourceKind.DEVICE: "V4L2 through OpenCV",
+    SourceKind.FILE: "OpenCV's FFmpeg, in software",
+    SourceKind.NETWORK: "OpenCV's FFmpeg, in software",
+    SourceKind.GSTREAMER: "the configured GStreamer pipeline",
+}
+
+Opener = Callable[[SourceSpec], FrameSource]
+
+
+def camera_checks(
+    streams: Sequence[StreamSettings],
+    opener: Opener = open_source,
+    timeout_s: float = FRAME_TIMEOUT_S,
+) -> list[Check]:
+    if not streams:
+        return [Check(SECTION, "streams", Status.SKIPPED, "no streams: in the settings")]
+    return [_one(stream, opener, timeout_s) for stream in streams]
+
+
+def _one(stream: StreamSettings, opener: Opener, timeout_s: float) -> Check:
+    spec = parse_source(stream.source)
+    facts = {"source": spec.display, "kind": spec.kind.value}
+    outcome: list = []
+    done = threading.Event()
+
+    def read() -> None:
+        try:
+            outcome.append(_first_frame(opener, spec))
+        except SourceError as error:
+            outcome.append(error)
+        except Exception as error:  # whatever the library raised is the finding
+            outcome.append(SourceError(f"{type(error).__name__}: {error}"))
+        finally:
+            done.set()
+
+    # A daemon thread: a capture stuck in a library call is left behind.
+    threading.Thread(target=read, name=f"selftest-{stream.name}", daemon=True).start()
+    if not done.wait(timeout_s):
+        return Check(
+            SECTION, stream.name, Status.FAIL, f"{spec.display}: no frame in {timeout_s:g} s", facts
+        )
+    result = outcome[0]
+    if isinstance(result, SourceError):
+        return Check(SECTION, stream.name, Status.FAIL, f"{spec.display}: {result}", facts)
+    height, width = result.shape[:2]
+    decoder = DECODED_BY[spec.kind]
+    facts.update(width=width, height=height, decoder=decoder)
+    detail = f"{spec.display}: a {width}x{height} frame, {decoder}"
+    return Check(SECTION, stream.name, Status.PASS, detail, facts)
+
+
+def _first_frame(opener: Opener, spec: SourceSpec) -> np.ndarray:
+    source = opener(spec)
+    try:
+        if not source.grab():
+            raise SourceError("opened, but no frame came")
+        frame = source.retrieve()
+        if frame is None:
+            raise SourceError("a frame came but did not decode")
+        return frame
+    finally:
+        source.close()
