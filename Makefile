@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test test-parity lint bench bench-memory demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck perf-analyzer test-perf-analyzer prometheus test-fleet
+.PHONY: run test test-parity lint bench bench-memory rtsp-camera demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck perf-analyzer test-perf-analyzer prometheus test-fleet
 
 # Debian's packages, installed only when missing (as root in CI, else sudo);
 # `apt-get update` runs only when a first install attempt fails.
@@ -37,6 +37,15 @@ web-assets:
 	@command -v npm >/dev/null 2>&1 || [ -f web/static/vendor/uPlot.iife.min.js ] \
 		|| $(call apt_install,nodejs npm)
 	$(PYTHON) scripts/build_web.py
+
+# The RTSP test camera (tests/rtsp_camera.py, scripts/rtsp_test_camera.py):
+# GStreamer's RTSP server and H.264 encoder for the system's python3.
+rtsp-camera:
+	@/usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); \
+		from gi.repository import GstRtspServer; from gi.repository import Gst; Gst.init(None); \
+		assert Gst.ElementFactory.find('x264enc') and Gst.ElementFactory.find('rtph264pay')" \
+		2>/dev/null || $(call apt_install,python3-gi gir1.2-gst-rtsp-server-1.0 \
+		gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly)
 
 # The dashboard's browser tests drive Debian's chromium through chromedriver.
 chromium:
@@ -80,7 +89,7 @@ shellcheck:
 prometheus:
 	@command -v prometheus >/dev/null 2>&1 || $(call apt_install,prometheus)
 
-test: $(STAMP) lint mosquitto web-assets chromium systemd-analyze shellcheck perf-analyzer prometheus
+test: $(STAMP) lint mosquitto web-assets chromium systemd-analyze shellcheck perf-analyzer prometheus rtsp-camera
 	$(PY) -m pytest -q
 
 # Opt-in, a few minutes: the fleet simulation with 20 devices (tests/fleet_sim/;
