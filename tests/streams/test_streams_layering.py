@@ -42,7 +42,8 @@ def test_streams_reach_models_only_through_the_dataplane():
 
 def test_only_the_daemon_runs_streams_and_settings_only_parse_sources():
     """The dashboard may read each stream's latest frame and health report,
-    and check a name against the settings' rule; nothing else."""
+    and check a name against the settings' rule; the self-test opens each
+    configured source once, as a stream would; nothing else."""
     outside = [p for p in sorted(PACKAGE.rglob("*.py")) if STREAMS not in p.parents]
     dashboard = [line for line in importers(outside, ("edgebox.streams",)) if "dashboard/" in line]
     readable = ("latest_frames", "health", "settings")
@@ -50,5 +51,9 @@ def test_only_the_daemon_runs_streams_and_settings_only_parse_sources():
     assert [line for line in importers(outside, ("edgebox.streams",)) if line not in dashboard] == [
         "edgebox/daemon.py imports edgebox.streams.manager",
         "edgebox/mqtt/bridge.py imports edgebox.streams.settings",
+        "edgebox/selftest/cameras.py imports edgebox.streams.frame_source",
+        "edgebox/selftest/cameras.py imports edgebox.streams.settings",
+        "edgebox/selftest/cameras.py imports edgebox.streams.source_spec",
+        "edgebox/selftest/cameras.py imports edgebox.streams.sources",
         "edgebox/settings/top_level.py imports edgebox.streams.settings",
     ]
