@@ -346,17 +346,11 @@ def _report(rows: list[Row], names: list[str], rss_mb: dict[str, float], log) ->
                 f"{entry[name]['server_cpu_us']:>12.0f}"
             )
         if "triton" in names:
-            ratio = statistics.median(
-                a.rate_per_s / b.rate_per_s
-                for a, b in zip(row.rounds["edgebox"], row.rounds["triton"], strict=True)
-            )
+            ratio = _ratio_to_triton(row, "edgebox")
             entry["edgebox_over_triton"] = round(ratio, 3)
             log(f"{'':<26}{'ratio':<9}{ratio:>8.2f}")
             if "floor" in names:
-                ceiling = statistics.median(
-                    a.rate_per_s / b.rate_per_s
-                    for a, b in zip(row.rounds["floor"], row.rounds["triton"], strict=True)
-                )
+                ceiling = _ratio_to_triton(row, "floor")
                 entry["floor_over_triton"] = round(ceiling, 3)
                 log(f"{'':<26}{'floor':<9}{ceiling:>8.2f}")
             targets.append(
@@ -370,3 +364,11 @@ def _report(rows: list[Row], names: list[str], rss_mb: dict[str, float], log) ->
             )
         figures[row.label] = entry
     return figures, targets
+
+
+def _ratio_to_triton(row: Row, name: str) -> float:
+    """The median over rounds of ``name``'s requests/s over Triton's in the same round."""
+    return statistics.median(
+        a.rate_per_s / b.rate_per_s
+        for a, b in zip(row.rounds[name], row.rounds["triton"], strict=True)
+    )

@@ -30,8 +30,9 @@ class HealthyDataPlane:
 def serve():
     servers: list[GrpcServer] = []
 
-    def start(port: int = 0, **limits) -> GrpcServer:
-        server = GrpcServer(HealthyDataPlane(), None, AccessPolicy({}), "127.0.0.1", port, **limits)
+    def start(port: int = 0, dataplane=None, **limits) -> GrpcServer:
+        dataplane = dataplane or HealthyDataPlane()
+        server = GrpcServer(dataplane, None, AccessPolicy({}), "127.0.0.1", port, **limits)
         server.start()
         servers.append(server)
         return server
@@ -143,18 +144,10 @@ def open_answered_stream(channel: grpc.Channel, release: threading.Event):
     return stream
 
 
-def test_streams_past_the_per_client_bound_are_refused_and_unary_calls_still_answered():
-    server = GrpcServer(
-        NoModelDataPlane(),
-        None,
-        AccessPolicy({}),
-        "127.0.0.1",
-        0,
-        thread_count=1,
-        max_streams=8,
-        max_streams_per_client=2,
+def test_streams_past_the_per_client_bound_are_refused_and_unary_calls_still_answered(serve):
+    server = serve(
+        dataplane=NoModelDataPlane(), thread_count=1, max_streams=8, max_streams_per_client=2
     )
-    server.start()
     release = threading.Event()
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     try:
@@ -176,12 +169,10 @@ def test_streams_past_the_per_client_bound_are_refused_and_unary_calls_still_ans
     finally:
         release.set()
         channel.close()
-        server.stop(1.0)
 
 
-def test_stop_ends_an_open_stream_unavailable_after_its_answers():
-    server = GrpcServer(NoModelDataPlane(), None, AccessPolicy({}), "127.0.0.1", 0)
-    server.start()
+def test_stop_ends_an_open_stream_unavailable_after_its_answers(serve):
+    server = serve(dataplane=NoModelDataPlane())
     release = threading.Event()
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     try:
@@ -195,7 +186,6 @@ def test_stop_ends_an_open_stream_unavailable_after_its_answers():
     finally:
         release.set()
         channel.close()
-        server.stop(1.0)
 
 
 class NeverFinalFirstDataPlane(HealthyDataPlane):
@@ -210,20 +200,15 @@ class NeverFinalFirstDataPlane(HealthyDataPlane):
             sink.send(NotFound(f"answered {request.id}"), True)
 
 
-def test_a_stream_whose_request_never_ends_frees_its_reader_when_the_client_leaves():
+def test_a_stream_whose_request_never_ends_frees_its_reader_when_the_client_leaves(serve):
     # One request in flight per stream and one reader thread in all: the
     # first stream's reader waits for a slot its never-ending request holds.
-    server = GrpcServer(
-        NeverFinalFirstDataPlane(),
-        None,
-        AccessPolicy({}),
-        "127.0.0.1",
-        0,
+    server = serve(
+        dataplane=NeverFinalFirstDataPlane(),
         thread_count=1,
         max_streams=1,
         max_streams_per_client=1,
     )
-    server.start()
     release = threading.Event()
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     client = service_pb2_grpc.GRPCInferenceServiceStub(channel)
@@ -244,4 +229,3 @@ def test_a_stream_whose_request_never_ends_frees_its_reader_when_the_client_leav
     finally:
         release.set()
         channel.close()
-        server.stop(1.0)
