@@ -153,7 +153,10 @@ def test_a_promoted_version_that_starts_failing_is_rolled_back_and_its_folder_pa
             wait_for(lambda: "2" not in _index(daemon), 30, what="the poller to drop version 2")
         index = _index(daemon)
     assert index["1"]["state"] == "READY"
-    assert ("2", True) in traffic.answers and traffic.failed == 1
+    # The rollout thread rolls back after the first failure; a request or two
+    # the client sends before it has may still reach version 2 (with exactly
+    # one failure asserted, 2 of 8 runs failed, on this commit and before it).
+    assert ("2", True) in traffic.answers and 1 <= traffic.failed <= 3
     assert not (model_dir / "2").exists()
 
 
