@@ -57,8 +57,8 @@ class GrpcServer:
         thread_count: int = 32,
         max_concurrent_streams: int = 128,
         shared_memory: SharedMemoryRegistry | None = None,
-        max_streams: int = 64,
-        max_streams_per_client: int = 16,
+        max_streams: int = 128,
+        max_streams_per_client: int = 32,
     ) -> None:
         self.host = host
         self.requested_port = port

@@ -99,7 +99,7 @@ class InferenceService(service_pb2_grpc.GRPCInferenceServiceServicer):
         self._readers = readers or pool
         self._stream_in_flight = max(1, stream_in_flight)
         self._work = threading.BoundedSemaphore(max(1, work_slots))
-        self.stream_slots = stream_slots or StreamSlots(64, 16)
+        self.stream_slots = stream_slots or StreamSlots(128, 32)
         self._draining = threading.Event()
         self._lock = threading.Lock()
         self._open_streams: set[queue.SimpleQueue] = set()
