@@ -49,16 +49,9 @@ def platform_checks(root: Path, importer: Importer = _import) -> list[Check]:
     ]
 
 
-def _text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").strip().strip("\x00")
-    except OSError:
-        return None
-
-
 def _module(root: Path, jetson: bool) -> Check:
     l4t = sysfs_source.l4t_version(root)
-    model = _text(root / "proc/device-tree/model")
+    model = sysfs_source.module_name(root)
     facts = {"model": model, "l4t": l4t, "jetpack": sysfs_source.JETPACK_OF_L4T.get(l4t or "")}
     if not jetson:
         return Check(SECTION, "module", Status.ABSENT, "not a Jetson (no L4T release)", facts)
@@ -77,13 +70,10 @@ def _module(root: Path, jetson: bool) -> Check:
 def _power_mode(root: Path, jetson: bool) -> Check:
     if not jetson:
         return Check(SECTION, "power mode", Status.ABSENT, "no nvpmodel")
-    names = sysfs_source.power_mode_names(root)
-    status = _text(root / "var/lib/nvpmodel/status") or ""
-    match = re.search(r"pmode:(\d+)", status)
-    if match is None:
+    number = sysfs_source.power_mode_id(root)
+    if number is None:
         return Check(SECTION, "power mode", Status.WARN, "nvpmodel's status is not readable")
-    number = int(match.group(1))
-    name = names.get(number, f"mode {number}")
+    name = sysfs_source.power_mode_names(root).get(number, f"mode {number}")
     return Check(SECTION, "power mode", Status.PASS, name, {"id": number, "name": name})
 
 

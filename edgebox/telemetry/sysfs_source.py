@@ -96,6 +96,17 @@ def l4t_version(root: Path) -> str | None:
     return ".".join(match.groups()) if match else None
 
 
+def power_mode_id(root: Path) -> int | None:
+    """nvpmodel's current mode (``pmode:0002`` in var/lib/nvpmodel/status), or None."""
+    mode = _PMODE.search(_text(root / "var/lib/nvpmodel/status") or "")
+    return int(mode.group(1)) if mode else None
+
+
+def module_name(root: Path) -> str | None:
+    """The module's name from the device tree (NUL-terminated there), or None."""
+    return _text(root / "proc/device-tree/model")
+
+
 def power_mode_names(root: Path) -> dict[int, str]:
     return {
         int(number): name
@@ -143,7 +154,7 @@ class SysfsSource:
         l4t = l4t_version(self.root)
         memory = self._meminfo()
         return DeviceInfo(
-            model=_text(self.root / "proc/device-tree/model") or "unknown Jetson",
+            model=module_name(self.root) or "unknown Jetson",
             l4t=l4t,
             jetpack=JETPACK_OF_L4T.get(l4t or ""),
             cpu_cores=self._present_cores(),
@@ -188,8 +199,7 @@ class SysfsSource:
         available = memory.get("MemAvailable")
         used = total - available if total is not None and available is not None else None
         power = self._power()
-        mode = _PMODE.search(_text(self.root / "var/lib/nvpmodel/status") or "")
-        mode_id = int(mode.group(1)) if mode else None
+        mode_id = power_mode_id(self.root)
         fan = _number(self._fan) if self._fan is not None else None
         return TelemetrySample(
             timestamp=time.time(),
