@@ -39,13 +39,17 @@ web-assets:
 	$(PYTHON) scripts/build_web.py
 
 # The RTSP test camera (tests/rtsp_camera.py, scripts/rtsp_test_camera.py):
-# GStreamer's RTSP server and H.264 encoder for the system's python3.
+# GStreamer's RTSP server and H.264 encoder for the system's python3; its
+# software H.264 decoder (openh264dec) and gst-inspect-1.0 for the tests of
+# the generated hardware pipelines (tests/streams/test_gst_pipelines.py).
 rtsp-camera:
 	@/usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); \
 		from gi.repository import GstRtspServer; from gi.repository import Gst; Gst.init(None); \
-		assert Gst.ElementFactory.find('x264enc') and Gst.ElementFactory.find('rtph264pay')" \
-		2>/dev/null || $(call apt_install,python3-gi gir1.2-gst-rtsp-server-1.0 \
-		gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly)
+		assert all(map(Gst.ElementFactory.find, ('x264enc', 'rtph264pay', 'openh264dec')))" \
+		2>/dev/null && command -v gst-inspect-1.0 >/dev/null \
+		|| $(call apt_install,python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-tools \
+		gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-ugly \
+		gstreamer1.0-plugins-bad)
 
 # The dashboard's browser tests drive Debian's chromium through chromedriver.
 chromium:

@@ -10,24 +10,19 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from edgebox.secrets_mask import mask_secrets
 from edgebox.selftest.report import Check, Status
 from edgebox.streams.frame_source import FrameSource, SourceError
+from edgebox.streams.hardware_decode import DECODED_AS_IS, choose, default_probe
+from edgebox.streams.opencv_source import generated_pipeline
 from edgebox.streams.settings import StreamSettings
-from edgebox.streams.source_spec import SourceKind, SourceSpec, parse_source
+from edgebox.streams.source_spec import SourceSpec, parse_source
 from edgebox.streams.sources import open_source
 
 SECTION = "cameras"
 FRAME_TIMEOUT_S = 20.0
 """Longer than OpenCV's own network open (10 s) and read (5 s) timeouts, so
 its message, not this one, names a camera that does not answer."""
-
-DECODED_BY = {
-    SourceKind.SYNTHETIC: "synthetic frames",
-    SourceKind.DEVICE: "V4L2 through OpenCV",
-    SourceKind.FILE: "OpenCV's FFmpeg, in software",
-    SourceKind.NETWORK: "OpenCV's FFmpeg, in software",
-    SourceKind.GSTREAMER: "the configured GStreamer pipeline",
-}
 
 Opener = Callable[[SourceSpec], FrameSource]
 
@@ -43,7 +38,7 @@ def camera_checks(
 
 
 def _one(stream: StreamSettings, opener: Opener, timeout_s: float) -> Check:
-    spec = parse_source(stream.source)
+    spec = parse_source(stream.source, stream.decode)
     facts = {"source": spec.display, "kind": spec.kind.value}
     outcome: list = []
     done = threading.Event()
@@ -66,22 +61,40 @@ def _one(stream: StreamSettings, opener: Opener, timeout_s: float) -> Check:
         )
     result = outcome[0]
     if isinstance(result, SourceError):
-        return Check(SECTION, stream.name, Status.FAIL, f"{spec.display}: {result}", facts)
-    height, width = result.shape[:2]
-    decoder = DECODED_BY[spec.kind]
+        detail = f"{spec.display}: {result}"
+        pipeline = _pipeline_to_try(spec)
+        if pipeline:
+            facts["pipeline"] = pipeline
+            detail += f"; try: gst-launch-1.0 {pipeline}"
+        return Check(SECTION, stream.name, Status.FAIL, detail, facts)
+    frame, decoder = result
+    height, width = frame.shape[:2]
     facts.update(width=width, height=height, decoder=decoder)
     detail = f"{spec.display}: a {width}x{height} frame, {decoder}"
     return Check(SECTION, stream.name, Status.PASS, detail, facts)
 
 
-def _first_frame(opener: Opener, spec: SourceSpec) -> np.ndarray:
+def _pipeline_to_try(spec: SourceSpec) -> str:
+    """The generated pipeline, ending in a fakesink, for a source that opens
+    through one here (a CSI camera, an RTSP camera the Orin decodes): a
+    technician's next step is running it by hand to see which element fails."""
+    if not choose(spec, default_probe()).pipeline:
+        return ""
+    head, _, _ = generated_pipeline(spec).rpartition(" ! appsink")
+    return mask_secrets(f"{head} ! fakesink")
+
+
+def _first_frame(opener: Opener, spec: SourceSpec) -> tuple[np.ndarray, str]:
+    """The frame, and who decoded it: a source that generated a pipeline says
+    which (``decoder``), the others are what their kind is."""
     source = opener(spec)
+    decoder = getattr(source, "decoder", DECODED_AS_IS[spec.kind])
     try:
         if not source.grab():
             raise SourceError("opened, but no frame came")
         frame = source.retrieve()
         if frame is None:
             raise SourceError("a frame came but did not decode")
-        return frame
+        return frame, decoder
     finally:
         source.close()

@@ -1,8 +1,10 @@
-"""V4L2 cameras, video files, network streams and GStreamer pipelines, all
-through OpenCV's ``VideoCapture``.
+"""V4L2 cameras, video files, network streams, CSI cameras and GStreamer
+pipelines, all through OpenCV's ``VideoCapture``.
 
-On the Orin, CSI cameras need JetPack's OpenCV (``python3-opencv``), which is
-built with GStreamer; the PyPI wheel is not. Live sources keep one buffered
+On the Orin, CSI cameras and hardware decode need JetPack's OpenCV
+(``python3-opencv``), which is built with GStreamer; the PyPI wheel is not.
+Which way a source opens is ``hardware_decode.choose``'s answer; the
+pipelines themselves are ``gst_pipelines``'. Live sources keep one buffered
 frame (``CAP_PROP_BUFFERSIZE``) and network streams ask FFmpeg for low-delay
 reading, so a frame is never older than the one before it plus decode time.
 """
@@ -17,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from edgebox.streams import gst_pipelines
 from edgebox.streams.frame_source import SourceError
+from edgebox.streams.hardware_decode import (
+    FALLBACK_NOTICE,
+    GstProbe,
+    build_has_gstreamer,
+    choose,
+    default_probe,
+)
 from edgebox.streams.source_spec import SourceKind, SourceSpec
 
 FFMPEG_OPTIONS_VARIABLE = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
@@ -28,6 +38,9 @@ NETWORK_OPEN_TIMEOUT_MS = 10_000
 NETWORK_READ_TIMEOUT_MS = 5_000
 """A camera that stops sending fails the read after this long instead of
 blocking the capture thread (and shutdown) for FFmpeg's default 30 s."""
+GSTREAMER_TIMEOUTS_SINCE = (4, 7)
+"""OpenCV 4.7 gave its GStreamer backend the open and read timeouts (JetPack 6
+ships 4.8); older builds refuse a capture given parameters they do not know."""
 
 _setup_lock = threading.Lock()
 _quieted = False
@@ -40,12 +53,34 @@ def prefer_low_latency_network_reads() -> None:
     os.environ.setdefault(FFMPEG_OPTIONS_VARIABLE, LOW_LATENCY_FFMPEG_OPTIONS)
 
 
+def rtsp_transport() -> str:
+    """The transport FFmpeg is told to use (``rtsp_transport`` in
+    ``OPENCV_FFMPEG_CAPTURE_OPTIONS``), so a hardware pipeline asks the camera
+    for the same one: one setting for both decoders."""
+    options = os.environ.get(FFMPEG_OPTIONS_VARIABLE, LOW_LATENCY_FFMPEG_OPTIONS)
+    for pair in options.split("|"):
+        key, _, value = pair.partition(";")
+        if key.strip() == "rtsp_transport" and value.strip() in ("tcp", "udp"):
+            return value.strip()
+    return "tcp"
+
+
 class OpenCvSource:
     """A ``cv2.VideoCapture`` behind the FrameSource interface."""
 
-    def __init__(self, spec: SourceSpec) -> None:
+    def __init__(self, spec: SourceSpec, probe: GstProbe | None = None) -> None:
         self._cv2 = _import_cv2()
-        self._capture: Any = _open(self._cv2, spec)
+        choice = choose(spec, probe or default_probe())
+        if choice.refusal:
+            raise SourceError(choice.refusal)
+        if choice.fallback:
+            FALLBACK_NOTICE.say(spec, choice.fallback)
+        self.decoder = choice.decoder
+        """Who turns the source into frames (the self-test reports it)."""
+        if choice.pipeline:
+            self._capture: Any = _open_generated(self._cv2, spec, generated_pipeline(spec))
+        else:
+            self._capture = _open(self._cv2, spec)
 
     def grab(self) -> bool:
         try:
@@ -155,8 +190,53 @@ def _open_network(cv2: ModuleType, spec: SourceSpec) -> Any:
     return capture
 
 
+def generated_pipeline(spec: SourceSpec) -> str:
+    """The pipeline edgebox writes for a CSI camera or a hardware-decoded
+    RTSP camera."""
+    if spec.kind is SourceKind.CSI:
+        options = spec.options
+        return gst_pipelines.csi_pipeline(
+            int(spec.target),
+            options["width"],
+            options["height"],
+            options["framerate"],
+            options["flip"],
+            options.get("mode"),
+        )
+    return gst_pipelines.rtsp_pipeline(str(spec.target), rtsp_transport())
+
+
+def _open_generated(cv2: ModuleType, spec: SourceSpec, pipeline: str) -> Any:
+    params: list[int] = []
+    if _version(cv2) >= GSTREAMER_TIMEOUTS_SINCE:
+        params = [
+            cv2.CAP_PROP_OPEN_TIMEOUT_MSEC,
+            NETWORK_OPEN_TIMEOUT_MS,
+            cv2.CAP_PROP_READ_TIMEOUT_MSEC,
+            NETWORK_READ_TIMEOUT_MS,
+        ]
+    capture = cv2.VideoCapture(pipeline, cv2.CAP_GSTREAMER, params)
+    if not capture.isOpened():
+        capture.release()
+        what = "CSI camera" if spec.kind is SourceKind.CSI else "hardware-decode pipeline for"
+        raise SourceError(
+            f"{what} '{spec.display}' did not start (unreachable, wrong credentials, or an "
+            "element failed; `edgebox selftest` shows the pipeline to try with gst-launch-1.0)"
+        )
+    capture.set(cv2.CAP_PROP_BUFFERSIZE, 1)
+    return capture
+
+
+def _version(cv2: ModuleType) -> tuple[int, int]:
+    try:
+        major, minor = str(cv2.__version__).split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return (0, 0)
+
+
 def _open_gstreamer(cv2: ModuleType, spec: SourceSpec) -> Any:
-    if not _has_gstreamer(cv2):
+    if not build_has_gstreamer(cv2):
         raise SourceError(
             "this OpenCV build has no GStreamer support (see cv2.getBuildInformation()); "
             "on the Orin use JetPack's python3-opencv, not the PyPI wheel"
@@ -169,11 +249,3 @@ def _open_gstreamer(cv2: ModuleType, spec: SourceSpec) -> Any:
             "by fakesink, to see the element that fails)"
         )
     return capture
-
-
-def _has_gstreamer(cv2: ModuleType) -> bool:
-    for line in cv2.getBuildInformation().splitlines():
-        name, _, value = line.partition(":")
-        if name.strip() == "GStreamer":
-            return value.strip().upper().startswith("YES")
-    return False

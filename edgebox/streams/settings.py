@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from edgebox.streams.source_spec import parse_source
+from edgebox.streams.source_spec import Decode, parse_source
 
 MAX_QUEUE_FRAMES = 64
 MAX_IN_FLIGHT = 4
@@ -69,6 +69,10 @@ class StreamSettings:
     max_results_per_s: float = 0.0
     """Most results published over MQTT per second, on top of
     ``results_every_n``; 0: no cap."""
+    decode: str = "auto"
+    """An RTSP camera's decoder: ``auto`` (the Orin's where it can run,
+    software otherwise, said once), ``hardware`` (the Orin's or none) or
+    ``software`` (FFmpeg on the CPU)."""
 
     ENTRY_KEYS = ("name", "source", "model", "fps")
     """The keys named when an entry is not a mapping."""
@@ -90,6 +94,11 @@ class StreamSettings:
         if name == "source":
             parse_source(raw)
             return str(raw).strip()
+        if name == "decode":
+            words = [d.value for d in Decode]
+            if raw not in words:
+                raise ValueError(f"expected one of {', '.join(words)}, got {raw!r}")
+            return raw
         if name == "model":
             if not isinstance(raw, str) or not raw.strip():
                 raise ValueError(f"expected a model name, got {raw!r}")
@@ -106,10 +115,15 @@ class StreamSettings:
     @staticmethod
     def entries_problem(entries: tuple[StreamSettings, ...]) -> tuple[int, str, str] | None:
         """``(index, field, message)`` for the first entry whose name an
-        earlier one took: a name is a stream's MQTT topic level and its
-        dashboard address, so two streams may not share one."""
+        earlier one took (a name is a stream's MQTT topic level and its
+        dashboard address, so two streams may not share one), or whose
+        ``decode`` does not fit its source."""
         seen: dict[str, int] = {}
         for index, stream in enumerate(entries):
+            try:
+                parse_source(stream.source, stream.decode)
+            except ValueError as exc:
+                return index, "decode", str(exc)
             if stream.name in seen:
                 return (
                     index,

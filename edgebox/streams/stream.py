@@ -51,7 +51,7 @@ class Stream:
         latest: LatestFrames | None = None,
     ) -> None:
         self.config = config
-        self.spec = parse_source(config.source)
+        self.spec = parse_source(config.source, config.decode)
         self._bus = bus
         self._wall_clock = wall_clock
         self._clock = clock

@@ -78,3 +78,51 @@ def test_a_source_that_never_answers_fails_at_the_deadline():
 def test_no_streams_is_not_configured():
     (check,) = camera_checks([])
     assert check.status is Status.SKIPPED
+
+
+class DecodingSourceFake:
+    """An opened source that says who decodes it, as OpenCvSource does."""
+
+    decoder = "the Orin's decoder (nvv4l2decoder)"
+
+    def grab(self):
+        return True
+
+    def retrieve(self):
+        return np.zeros((720, 1280, 3), np.uint8)
+
+    def close(self):
+        pass
+
+
+def test_the_decoder_a_source_chose_is_reported():
+    settings = StreamSettings(name="dock", source="rtsp://c/s", decode="hardware")
+    opened = []
+
+    def opener(spec):
+        opened.append(spec.decode.value)
+        return DecodingSourceFake()
+
+    (check,) = camera_checks([settings], opener=opener)
+    assert opened == ["hardware"]
+    assert check.facts["decoder"] == "the Orin's decoder (nvv4l2decoder)"
+    assert check.detail == "rtsp://c/s: a 1280x720 frame, the Orin's decoder (nvv4l2decoder)"
+
+
+def test_hardware_decode_that_cannot_run_here_fails_with_the_pipeline_to_try():
+    settings = StreamSettings(name="dock", source="rtsp://u:pw@127.0.0.1:9/s", decode="hardware")
+    (check,) = camera_checks([settings])
+    assert check.status is Status.FAIL
+    assert check.detail.startswith("rtsp://u:***@127.0.0.1:9/s: decode: hardware cannot run here: ")
+    assert check.facts["pipeline"] == (
+        'rtspsrc location="rtsp://127.0.0.1:9/s" user-id=*** user-pw=*** protocols=tcp '
+        "latency=0 drop-on-latency=true ! parsebin ! nvv4l2decoder enable-max-performance=true "
+        "! nvvidconv ! video/x-raw,format=BGRx ! videoconvert ! video/x-raw,format=BGR ! fakesink"
+    )
+    assert check.detail.endswith(f"; try: gst-launch-1.0 {check.facts['pipeline']}")
+
+
+def test_an_rtsp_camera_that_decodes_in_software_here_gets_no_pipeline_to_try():
+    (check,) = camera_checks([stream("dock", "rtsp://127.0.0.1:9/s")])
+    assert check.status is Status.FAIL
+    assert "pipeline" not in check.facts

@@ -68,11 +68,23 @@ def test_a_camera_behind_basic_auth_streams_and_a_wrong_password_is_reported_mas
         tmp_path,
         start_daemon,
         f"  - {{name: door, source: '{camera.url()}', model: probe, fps: 10}}\n"
-        f"  - {{name: wrong, source: '{camera.url(password='not-the-pw')}', model: probe}}\n",
+        f"  - {{name: wrong, source: '{camera.url(password='not-the-pw')}', model: probe}}\n"
+        f"  - {{name: nvdec, source: '{camera.url()}', model: probe, decode: hardware}}\n",
     )
     wait_for(lambda: running_with_results(daemon, "door"), 30, what="results from 'door'")
     assert frame_size(daemon, "door") == (640, 360)
     assert camera.udp_sockets() == 0  # the daemon asks for TCP (opencv_source.py)
+    # PyPI's OpenCV has no GStreamer: auto decodes in software and says so once,
+    # hardware refuses with the reason (hardware_decode.py).
+    assert daemon.log().count("decode auto: RTSP cameras decode in software on this") == 1
+    nvdec = wait_for(
+        lambda: (s := statuses(daemon)["nvdec"])["state"] == "reconnecting" and s,
+        30,
+        what="hardware decode refused",
+    )
+    assert nvdec["reason"].startswith(
+        "decode: hardware cannot run here: this OpenCV has no GStreamer"
+    )
     wrong = wait_for(
         lambda: (s := statuses(daemon)["wrong"])["state"] == "reconnecting" and s,
         30,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgebox.streams.source_spec import SourceKind, parse_source
+from edgebox.streams.source_spec import Decode, SourceKind, parse_source
 
 
 @pytest.mark.parametrize(
@@ -29,6 +29,26 @@ from edgebox.streams.source_spec import SourceKind, parse_source
 def test_kinds(text, kind, target, live):
     spec = parse_source(text)
     assert (spec.kind, spec.target, spec.live) == (kind, target, live)
+
+
+def test_a_csi_camera_takes_its_sensor_and_options_with_defaults():
+    spec = parse_source("csi:1?width=1920&height=1080&mode=2")
+    assert (spec.kind, spec.target, spec.live) == (SourceKind.CSI, 1, True)
+    assert spec.options == {"width": 1920, "height": 1080, "framerate": 30, "flip": 0, "mode": 2}
+    assert parse_source("csi:0").options == {
+        "width": 1280,
+        "height": 720,
+        "framerate": 30,
+        "flip": 0,
+    }
+
+
+def test_decode_travels_in_the_spec_for_rtsp_cameras():
+    assert parse_source("rtsp://c/s").decode is Decode.AUTO
+    assert parse_source("rtsps://c/s", "hardware").decode is Decode.HARDWARE
+    assert parse_source("https://c/mjpeg", "software").decode is Decode.SOFTWARE
+    assert parse_source("rtsp://c/s", "hardware").hardware_decodable
+    assert not parse_source("https://c/mjpeg").hardware_decodable
 
 
 def test_synthetic_options_are_integers():
@@ -63,6 +83,22 @@ def test_url_password_is_masked_for_display():
             "synthetic:road?width=8",
             "option 'width' in 'synthetic:road?width=8' must be >= 16, got 8",
         ),
+        (
+            "csi:x",
+            "CSI camera 'csi:x' needs a sensor id 0..15 after 'csi:' (e.g. "
+            "csi:0?width=1920&height=1080&framerate=30)",
+        ),
+        (
+            "csi:0?fps=30",
+            "unknown option 'fps' in 'csi:0?fps=30'; known: width, height, framerate, flip, mode",
+        ),
+        (
+            "csi:0?flip=9",
+            "option 'flip' in 'csi:0?flip=9' must be nvvidconv's flip-method 0..7, got 9",
+        ),
+        ("csi:0?framerate=0", "option 'framerate' in 'csi:0?framerate=0' must be >= 1, got 0"),
+        ("csi:0?mode=-1", "option 'mode' in 'csi:0?mode=-1' must be >= 0, got -1"),
+        ("csi:0?width=8", "option 'width' in 'csi:0?width=8' must be >= 16, got 8"),
         (
             "v4l2src ! videoconvert",
             "GStreamer pipeline 'v4l2src ! videoconvert' must end in an appsink (e.g. '... ! "

@@ -9,7 +9,7 @@ import pytest
 from stream_models import level_of, write_video
 
 from edgebox.streams.frame_source import SourceError
-from edgebox.streams.opencv_source import _has_gstreamer
+from edgebox.streams.hardware_decode import build_has_gstreamer
 from edgebox.streams.source_spec import parse_source
 from edgebox.streams.sources import open_source
 from edgebox.streams.synthetic_road import SyntheticRoad
@@ -76,7 +76,7 @@ def test_unreachable_rtsp_camera_says_so_without_its_password():
 def test_gstreamer_pipeline_that_cannot_start_says_why():
     with pytest.raises(SourceError) as info:
         open_source(parse_source("nosuchelement ! appsink"))
-    if _has_gstreamer(cv2):
+    if build_has_gstreamer(cv2):
         assert str(info.value).startswith("GStreamer pipeline did not start")
     else:
         assert str(info.value) == (

@@ -198,6 +198,32 @@ def test_streams_from_the_environment_as_yaml_text():
             "(0: no cap), got -1",
         ),
         (
+            "streams: [{name: cam, source: 'rtsp://c/s', decode: fast}]\n",
+            "setting 'streams[0].decode' from FILE: expected one of auto, hardware, software, "
+            "got 'fast'",
+        ),
+        (
+            "streams: [{name: cam, source: clip.mp4, decode: hardware}]\n",
+            "setting 'streams[0].decode' from FILE: decode: hardware applies to network cameras "
+            "(rtsp://); 'clip.mp4' is a video file, read as it is",
+        ),
+        (
+            "streams: [{name: cam, source: 'https://u:pw@c/mjpeg', decode: hardware}]\n",
+            "setting 'streams[0].decode' from FILE: decode: hardware is built for rtsp:// and "
+            "rtsps:// cameras; 'https://u:***@c/mjpeg' decodes in software (decode: auto or "
+            "software)",
+        ),
+        (
+            "streams: [{name: cam, source: 'csi:0', decode: software}]\n",
+            "setting 'streams[0].decode' from FILE: decode: software applies to network cameras "
+            "(rtsp://); 'csi:0' is a CSI camera (its frames come from the ISP), read as it is",
+        ),
+        (
+            "streams: [{name: cam, source: 'csi:16'}]\n",
+            "setting 'streams[0].source' from FILE: CSI camera 'csi:16' needs a sensor id 0..15 "
+            "after 'csi:' (e.g. csi:0?width=1920&height=1080&framerate=30)",
+        ),
+        (
             "streams: [{name: cam, source: 0, max_results_per_s: .inf}]\n",
             "setting 'streams[0].max_results_per_s' from FILE: expected a number >= 0 "
             "(0: no cap), got inf",
@@ -233,7 +259,7 @@ def test_shipped_config_example_is_valid_once_uncommented(tmp_path):
     assert lines[start + len(example)] == "streams: []"
     loaded = load_settings({}, config_file=config(tmp_path, "\n".join(example)), environ={})
     assert [s.name for s in loaded.streams] == ["front", "dock", "usb"]
-    assert loaded.streams[0].source.startswith("nvarguscamerasrc")
+    assert loaded.streams[0].source.startswith("csi:0")
 
 
 def test_demo_config_runs_the_synthetic_road_through_lane_pipeline():

@@ -52,6 +52,8 @@ def test_only_the_daemon_runs_streams_and_settings_only_parse_sources():
         "edgebox/daemon.py imports edgebox.streams.manager",
         "edgebox/mqtt/bridge.py imports edgebox.streams.settings",
         "edgebox/selftest/cameras.py imports edgebox.streams.frame_source",
+        "edgebox/selftest/cameras.py imports edgebox.streams.hardware_decode",
+        "edgebox/selftest/cameras.py imports edgebox.streams.opencv_source",
         "edgebox/selftest/cameras.py imports edgebox.streams.settings",
         "edgebox/selftest/cameras.py imports edgebox.streams.source_spec",
         "edgebox/selftest/cameras.py imports edgebox.streams.sources",
