@@ -89,6 +89,8 @@ class Connection(RequestReader):
         self.idle_deadline = 0.0
         self.send_deadline = 0.0
         self.drain_deadline = 0.0
+        self.drain_bytes_left = 0
+        """What the I/O thread still discards while draining before it closes."""
         self.close_after = False
         self._outgoing: list[memoryview] = []
 

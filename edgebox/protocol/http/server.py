@@ -32,8 +32,9 @@ Limits keep it safe on an appliance, each with a total deadline rather than a
 per-read one, since a byte every few seconds would reset a per-read timer:
 
 - at most ``max_connections`` connections; the next one gets a 503 that the
-  client can read (the server shuts its side and discards what the client sends
-  for up to ``_DRAIN_S`` before closing, so the 503 is not lost to a reset);
+  client can read (the server shuts its side and discards what the client sends,
+  for up to ``_DRAIN_S`` and one request's worth of bytes, before closing, so
+  the 503 is not lost to a reset);
 - one address (loopback included) may have any number of connections being
   answered, but only ``max_connections_per_client`` *waiting* on it (idle, or
   a request still arriving: what slow clients hold). Past that, a connection
@@ -85,6 +86,7 @@ from edgebox.protocol.http.connection import (
     Connection,
 )
 from edgebox.protocol.http.messages import Handler, json_error_response, response_head
+from edgebox.protocol.http.request_reader import MAX_HEAD_BYTES
 from edgebox.protocol.http.worker import READ_CHUNK_BYTES, Worker
 
 log = logging.getLogger(__name__)
@@ -478,8 +480,11 @@ class HttpServer:
 
     def _evict(self, connection: Connection) -> None:
         """Out of the count at once: an idle connection is closed (as at its idle
-        deadline); one with a request under way gets a readable 503."""
-        if connection.idle:
+        deadline); one with a request under way gets a readable 503. So does one
+        whose first bytes have arrived but are not read yet (this thread met the
+        newcomer first): closing a socket with unread bytes resets it, and the
+        client would read no answer at all."""
+        if connection.idle and not _has_unread_bytes(connection.sock):
             self._close(connection)
             return
         self._forget(connection)
@@ -511,10 +516,8 @@ class HttpServer:
             return
         connection = Connection(self, sock, peer)
         connection.state = DRAINING
-        connection.drain_deadline = time.monotonic() + _DRAIN_S
         self._refusing.add(connection)
-        self._watch(connection, selectors.EVENT_READ)
-        self._schedule(connection.drain_deadline)
+        self._drain(connection)
 
     def _on_ready(self, connection: Connection, mask: int) -> None:
         if connection.state == READING:
@@ -603,14 +606,24 @@ class HttpServer:
             self._close(connection)
             return
         self._enter(connection, DRAINING)
+        self._drain(connection)
+
+    def _drain(self, connection: Connection) -> None:
+        """Discard what the client sends after its last answer until it closes,
+        for up to ``_DRAIN_S`` and as many bytes as one request may have (the
+        most a client can send before it reads): enough for it to reach its
+        answer, too little for a client that never stops sending to hold on."""
         connection.drain_deadline = time.monotonic() + _DRAIN_S
+        connection.drain_bytes_left = self.max_request_bytes + MAX_HEAD_BYTES
         self._watch(connection, selectors.EVENT_READ)
         self._schedule(connection.drain_deadline)
 
     def _discard(self, connection: Connection) -> None:
         try:
             for _ in range(16):
-                if connection.sock.recv_into(self._chunk) == 0:
+                count = connection.sock.recv_into(self._chunk)
+                connection.drain_bytes_left -= count
+                if count == 0 or connection.drain_bytes_left <= 0:
                     break
             else:
                 return
@@ -701,6 +714,14 @@ class HttpServer:
             self._connections.discard(connection)
         else:
             connection.state = CLOSE
+
+
+def _has_unread_bytes(sock: socket.socket) -> bool:
+    """Non-blocking: True when the client has sent bytes not read yet."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK))
+    except OSError:  # BlockingIOError: nothing sent; any other: gone
+        return False
 
 
 def _fit_to_fd_limit(max_connections: int) -> int:

@@ -199,6 +199,52 @@ def test_when_full_a_connection_on_probation_makes_room_for_a_client_within_its_
     assert one_more.read_response().json() == {"error": "server busy: 3 connections already open"}
 
 
+def test_a_connection_evicted_before_its_bytes_are_read_still_reads_its_503(serve, echo, client_of):
+    """The I/O thread may meet the newcomer before it reads what the connection
+    on probation has just sent: that connection looks idle, but closing it with
+    those bytes unread would reset it, and its client would read no answer.
+    Here the I/O thread is held (in ``align_body_at``) while the newcomer
+    connects and then the connection on probation sends, so the newcomer comes
+    first (epoll reports sockets in the order they became ready)."""
+    io_held, release = threading.Event(), threading.Event()
+
+    def align_body_at(headers: dict[str, str]) -> int:
+        if headers.get("x-hold-io-thread"):
+            io_held.set()
+            release.wait(CLIENT_TIMEOUT_S)
+        return 0
+
+    server = serve(
+        echo,
+        max_connections=3,
+        max_connections_per_client=1,
+        probation_s=30,
+        align_body_at=align_body_at,
+    )
+    held = [client_of(server) for _ in range(3)]
+    wait_for(lambda: server.open_connections == 3, 5, what="three connections")
+    held[0].send(
+        http_request("POST", "/hold", headers={"Content-Length": "1", "X-Hold-IO-Thread": "1"})
+    )
+    assert io_held.wait(CLIENT_TIMEOUT_S)
+    try:
+        other = client_of(server, source="127.0.0.2")
+        held[1].send(b"GET /slow HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+    finally:
+        release.set()
+    other.send(http_request("GET", "/other"))
+    assert other.read_response().status == 200
+    reply = held[1].read_response()
+    assert reply.status == 503
+    assert reply.json() == {
+        "error": "server busy: 1 connections already waiting from '127.0.0.1' "
+        "(--http-max-connections-per-client)"
+    }
+    held[1].assert_closed()
+    held[0].send(b"x")
+    assert held[0].read_response().json()["path"] == "/hold"
+
+
 def test_connection_over_the_total_cap_reads_its_503_after_sending_a_body(serve, echo, client_of):
     server = serve(echo, max_connections=1)
     first = client_of(server)
@@ -211,6 +257,24 @@ def test_connection_over_the_total_cap_reads_its_503_after_sending_a_body(serve,
     assert reply.status == 503
     assert reply.json() == {"error": "server busy: 1 connections already open"}
     second.assert_closed()
+
+
+def test_a_refused_client_that_never_stops_sending_is_closed_after_one_request_s_worth(
+    serve, echo, client_of, monkeypatch
+):
+    """The drain after a 503 discards up to one request's worth of bytes (the
+    most a client sends before it reads), not whatever comes for ``_DRAIN_S``;
+    the drain's time is stretched here so that only its byte bound can end it."""
+    monkeypatch.setattr("edgebox.protocol.http.server._DRAIN_S", 60.0)
+    server = serve(echo, max_connections=1, max_request_bytes=1024)
+    first = client_of(server)
+    first.send(http_request())
+    assert first.read_response().status == 200
+    flood = client_of(server)
+    assert flood.read_response().status == 503
+    with pytest.raises(OSError):  # a reset once the server stops discarding (1 KiB + 256 KiB)
+        for _ in range(1024):  # 64 MiB in all
+            flood.send(b"z" * 65536)
 
 
 def _held_sockets(server: HttpServer, client_of, idle: int, slow_headers: int, trickling: int):
