@@ -81,12 +81,18 @@ class EngineBuilder:
     def tensorrt_version(self) -> str:
         return str(self._trt.__version__)
 
+    @property
+    def dla_cores(self) -> int:
+        """The DLA cores this builder can build for (``IBuilder.num_DLA_cores``):
+        0 off a Jetson and on Orin Nano, 2 on AGX Orin and Orin NX."""
+        return int(self._builder.num_DLA_cores)
+
     def check_dla_core(self, dla_core: int | None) -> None:
         """Before parsing: a core the device lacks fails fast. Orin Nano has
         none; AGX Orin and Orin NX have two."""
         if dla_core is None:
             return
-        cores = int(self._builder.num_DLA_cores)
+        cores = self.dla_cores
         if cores == 0:
             raise Unsupported(
                 f"--dla-core {dla_core}: this device has no DLA cores (Orin Nano has none; "

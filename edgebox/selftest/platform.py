@@ -26,7 +26,7 @@ Importer = Callable[[str], Any]
 """``importlib.import_module``, or a test's stand-in (None for "not installed")."""
 
 
-def _import(name: str) -> Any:
+def import_or_none(name: str) -> Any:
     try:
         return importlib.import_module(name)
     except ImportError:
@@ -37,7 +37,7 @@ def on_jetson(root: Path) -> bool:
     return sysfs_source.l4t_version(root) is not None or choice.looks_like_jetson(root)
 
 
-def platform_checks(root: Path, importer: Importer = _import) -> list[Check]:
+def platform_checks(root: Path, importer: Importer = import_or_none) -> list[Check]:
     jetson = on_jetson(root)
     return [
         _module(root, jetson),

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
+
 from edgebox.cli import main
 from model_fixtures import add_add_sub
 
@@ -65,3 +67,38 @@ def test_settings_that_do_not_parse_exit_78(tmp_path, capsys):
     bad.write_text("http_port: not-a-port\n")
     assert main(["selftest", "--config", str(bad)]) == 78
     assert "http_port" in capsys.readouterr().err
+
+
+def test_the_engines_section_comes_last_and_is_absent_off_a_jetson(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("EDGEBOX_MQTT_URL", raising=False)
+    add_add_sub(tmp_path / "repo")
+    (tmp_path / "root" / "proc").mkdir(parents=True)
+    argv = ["selftest", "--json", "--root", str(tmp_path / "root")]
+    status = main([*argv, "--config", config(tmp_path, tmp_path / "repo")])
+    checks = json.loads(capsys.readouterr().out)["checks"]
+    sections = list(dict.fromkeys(check["section"] for check in checks))
+    assert status == 0
+    assert sections == ["platform", "this machine", "cameras", "engines"]
+    assert [(c["name"], c["status"]) for c in checks if c["section"] == "engines"] == [
+        ("engines", "not on this machine")
+    ]
+
+
+def test_no_engines_leaves_the_section_out_and_engine_seconds_must_be_positive(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.delenv("EDGEBOX_MQTT_URL", raising=False)
+    add_add_sub(tmp_path / "repo")
+    (tmp_path / "root" / "proc").mkdir(parents=True)
+    argv = ["selftest", "--json", "--root", str(tmp_path / "root"), "--no-engines"]
+    assert main([*argv, "--config", config(tmp_path, tmp_path / "repo")]) == 0
+    engines = [
+        c for c in json.loads(capsys.readouterr().out)["checks"] if c["section"] == "engines"
+    ]
+    assert [(c["status"], c["detail"]) for c in engines] == [
+        ("not configured", "left out (--no-engines)")
+    ]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["selftest", "--engine-seconds", "0"])
+    assert exit_info.value.code == 2
+    assert "expected a number of seconds above 0, got '0'" in capsys.readouterr().err
