@@ -25,7 +25,7 @@ from edgebox.events.rollout import (
 )
 from edgebox.events.spool import SpoolDegraded, SpoolDropped
 from edgebox.events.stream_result import StreamLatency, StreamResult
-from edgebox.events.stream_status import StreamState, StreamStatus
+from edgebox.events.stream_status import ResultLatency, StreamState, StreamStatus
 from edgebox.events.telemetry import TelemetrySnapshot
 from edgebox.events.thermal import ThermalChanged
 
@@ -61,6 +61,7 @@ __all__ = [
     "ModelResult",
     "ModelStateChanged",
     "MqttLinkChanged",
+    "ResultLatency",
     "RolloutProgress",
     "RolloutPromoted",
     "RolloutRejected",

@@ -26,6 +26,12 @@ class StreamLatency:
     """``DataPlane.infer``: the whole model, ensemble steps included."""
     total_ms: float
     """From the start of the capture to the result, summary included."""
+    result_ms: float = 0.0
+    """From the frame being read from the source (decoded) to its result
+    being published, waits for earlier frames included: the part of
+    glass-to-result edgebox owns. What comes before the read (exposure,
+    encoding, network, the decoder's buffer) is the camera's and the
+    network's; bench/glass_to_result.py measures the whole."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,10 @@ class StreamResult(Event):
     latency: StreamLatency
     outputs: dict[str, Any]
     """JSON-able summary of the outputs; treat as read-only."""
+    published_at: float = 0.0
+    """Wall-clock time the result was published; with ``timestamp``, a
+    subscriber on another machine (clocks in NTP sync) has the frame's whole
+    way from capture to its own receipt."""
 
     def _rounded(self, fields: dict[str, Any]) -> dict[str, Any]:
         fields["latency"] = {k: round(v, 3) for k, v in fields["latency"].items()}

@@ -27,6 +27,23 @@ class StreamState(enum.Enum):
 
 
 @dataclass(frozen=True)
+class ResultLatency:
+    """How long a stream's recent frames took from being read to their
+    results being published (``StreamLatency.result_ms``): the distribution,
+    not one frame's figure, since the tail is what a control loop feels."""
+
+    count: int
+    """Results the figures cover (the most recent, up to a bound)."""
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    buckets: tuple[tuple[float | None, int], ...]
+    """``(upper bound in ms, results at most that and above the previous
+    bound)``; the last bound is None (no upper bound)."""
+
+
+@dataclass(frozen=True)
 class StreamStatus(Event):
     """One stream at one moment. Published on the event bus whenever its
     state, reason or next retry changes, and returned by
@@ -58,7 +75,14 @@ class StreamStatus(Event):
     model_version: str
     """The version that produced the latest result; "" before the first."""
     timestamp: float
+    result_latency: ResultLatency | None = None
+    """Read-to-result times of the recent results; None before the first."""
 
     def _rounded(self, fields: dict[str, Any]) -> dict[str, Any]:
         fields["fps"] = round(fields["fps"], 2)
+        latency = fields["result_latency"]
+        if latency is not None:
+            for key in ("p50_ms", "p90_ms", "p99_ms", "max_ms"):
+                latency[key] = round(latency[key], 3)
+            latency["buckets"] = [list(bucket) for bucket in latency["buckets"]]
         return fields

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from edgebox.streams.latency_window import LatencyWindow
 from edgebox.streams.recent_rate import WINDOW_S, RecentRate
 
 FPS_WINDOW_S = WINDOW_S
@@ -26,15 +27,18 @@ class StreamCounters:
         self.captures = RecentRate(FPS_WINDOW_S, clock)
         self.drops = RecentRate(FPS_WINDOW_S, clock)
         """Frames the queue dropped because the model was busy."""
+        self.result_latency = LatencyWindow()
+        """Read-to-result times of the recent results."""
         self.last_frame_at: float | None = None
         """Wall-clock time the source last delivered a frame; None before the first."""
         self._lock = threading.Lock()
 
-    def record_result(self, model_version: str) -> None:
+    def record_result(self, model_version: str, result_ms: float) -> None:
         with self._lock:
             self.frames_inferred += 1
             self.model_version = model_version
             self.results.record()
+        self.result_latency.add(result_ms)
 
     def record_capture(self, captured_at: float, dropped_one: bool) -> None:
         """A frame from the source (``captured_at`` wall clock), and whether

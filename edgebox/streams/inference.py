@@ -65,6 +65,7 @@ class InferenceLoop:
         stop: threading.Event,
         clock: Callable[[], float] = time.monotonic,
         latest: LatestFrames | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._name = name
         self._model = model
@@ -76,6 +77,7 @@ class InferenceLoop:
         self._limiter = limiter
         self._stop = stop
         self._clock = clock
+        self._wall_clock = wall_clock
         self._latest = latest
         self._frame_input: FrameInput | None = None
         self._window = _Window()
@@ -96,7 +98,7 @@ class InferenceLoop:
                 outcome = _Failure(f"unexpected error: {exc!r}", unusable=False)
             with self._order.turn(ticket):
                 if isinstance(outcome, StreamResult):
-                    self._publish(outcome)
+                    outcome = self._publish(outcome, frame)
                     if self._latest is not None:
                         self._latest.put(frame.image, outcome)
                 else:
@@ -144,11 +146,20 @@ class InferenceLoop:
             outputs=outputs,
         )
 
-    def _publish(self, result: StreamResult) -> None:
-        self._counters.record_result(result.model_version)
+    def _publish(self, result: StreamResult, frame: CapturedFrame) -> StreamResult:
+        """Stamped here, in its turn, so the times include the wait for
+        earlier frames: what a subscriber sees is when the result left."""
+        result_ms = (self._clock() - frame.queued_at) * 1e3
+        result = dataclasses.replace(
+            result,
+            latency=dataclasses.replace(result.latency, result_ms=result_ms),
+            published_at=self._wall_clock(),
+        )
+        self._counters.record_result(result.model_version, result_ms)
         self._report(None)
         self._bus.publish(result)
         self._log_result(result)
+        return result
 
     def _fail(self, frame: CapturedFrame, reason: str, unusable: bool) -> None:
         self._counters.inference_failures += 1

@@ -93,6 +93,7 @@ class Stream:
             self._stop,
             clock,
             latest,
+            wall_clock,
         )
         self._threads = [
             threading.Thread(
@@ -271,4 +272,5 @@ class Stream:
             fps=counters.fps(),
             model_version=counters.model_version,
             timestamp=self._wall_clock(),
+            result_latency=counters.result_latency.summary(),
         )

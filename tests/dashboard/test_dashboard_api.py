@@ -270,7 +270,17 @@ def test_streams_and_their_latest_frame_with_the_lane_drawn(tmp_path, stack, mak
         [listed] = get(client, "/api/v1/streams")["streams"]
         assert listed["state"] == "running"
         assert listed["frame_index"] >= 0
-        assert set(listed["latency"]) == {"capture_ms", "queue_ms", "inference_ms", "total_ms"}
+        assert set(listed["latency"]) == {
+            "capture_ms",
+            "queue_ms",
+            "inference_ms",
+            "total_ms",
+            "result_ms",
+        }
+        distribution = listed["result_latency"]
+        assert distribution["count"] >= 1
+        assert distribution["p50_ms"] <= distribution["p99_ms"] <= distribution["max_ms"]
+        assert sum(count for _, count in distribution["buckets"]) == distribution["count"]
         unknown = client.get("/api/v1/streams/nope/frame.jpg")
         assert (unknown.status_code, unknown.get_json()) == (
             404,

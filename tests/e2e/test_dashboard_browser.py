@@ -162,6 +162,18 @@ def test_streams_page_shows_the_latest_frame_and_refreshes_it(daemon, anonymous)
         30,
         what="the latency breakdown of stream 'road'",
     )
+    wait_for(
+        lambda: (
+            texts(anonymous, '[data-stream="road"] [data-result-latency="p99"]')
+            not in ([], [f"{UNKNOWN} ms"])
+        ),
+        30,
+        what="the read-to-result distribution of stream 'road'",
+    )
+    shown = texts(anonymous, '[data-stream="road"] .histogram-count')
+    assert shown and sum(map(int, shown)) == int(
+        texts(anonymous, '[data-stream="road"] [data-result-latency="count"]')[0]
+    )
     screenshot(anonymous, "streams")
     assert console_errors(anonymous) == []
 

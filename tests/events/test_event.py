@@ -19,6 +19,7 @@ from edgebox.events import (
     ModelResult,
     ModelStateChanged,
     MqttLinkChanged,
+    ResultLatency,
     RolloutProgress,
     RolloutPromoted,
     RolloutRejected,
@@ -34,7 +35,9 @@ from edgebox.events import (
     ThermalChanged,
 )
 
-LATENCY = StreamLatency(capture_ms=2.12345, queue_ms=0.3, inference_ms=18.2, total_ms=21.0004)
+LATENCY = StreamLatency(
+    capture_ms=2.12345, queue_ms=0.3, inference_ms=18.2, total_ms=21.0004, result_ms=19.00049
+)
 
 ROLLOUT = dict(
     model="lane_detector",
@@ -66,7 +69,7 @@ EXAMPLES = {
     FleetModelChanged: FleetModelChanged("lane_detector", "serving", 7, timestamp=14.0),
     FleetReported: FleetReported({"schema": "edgebox.fleet.reported/1", "generation": 0}),
     StreamResult: StreamResult(
-        "cam", "lane", "1", 118, 20.5, 640, 360, LATENCY, {"lanes": [{"score": 0.9}]}
+        "cam", "lane", "1", 118, 20.5, 640, 360, LATENCY, {"lanes": [{"score": 0.9}]}, 20.52
     ),
     StreamStatus: StreamStatus(
         "cam",
@@ -84,6 +87,7 @@ EXAMPLES = {
         14.98765,
         "1",
         30.0,
+        ResultLatency(3, 19.0004, 25.5, 25.5, 25.5, ((20.0, 1), (50.0, 2), (None, 0))),
     ),
     ModelResult: ModelResult("lane", "1", "req-7", 12.5, {"score": [0.5]}),
     MqttLinkChanged: MqttLinkChanged("refused", "mqtt://127.0.0.1:1883", "not authorised", 3.0),
@@ -172,12 +176,21 @@ def test_stream_result_rounds_latency_to_the_microsecond():
         "queue_ms": 0.3,
         "inference_ms": 18.2,
         "total_ms": 21.0,
+        "result_ms": 19.0,
     }
 
 
 def test_stream_status_gives_its_state_as_a_value_and_fps_to_two_places():
     document = EXAMPLES[StreamStatus].as_dict()
     assert (document["state"], document["fps"]) == ("reconnecting", 14.99)
+    assert document["result_latency"] == {
+        "count": 3,
+        "p50_ms": 19.0,
+        "p90_ms": 25.5,
+        "p99_ms": 25.5,
+        "max_ms": 25.5,
+        "buckets": [[20.0, 1], [50.0, 2], [None, 0]],
+    }
 
 
 def test_telemetry_snapshot_rounds_readings_to_two_places_but_not_its_timestamp():

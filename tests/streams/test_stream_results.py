@@ -53,8 +53,19 @@ def test_results_reach_the_bus_with_version_and_latency(tmp_path, stack, run_str
     assert latency.capture_ms > 0 and latency.queue_ms >= 0 and latency.inference_ms > 0
     parts = latency.capture_ms + latency.queue_ms + latency.inference_ms
     assert parts <= latency.total_ms < parts + 1000
+    # Read to published: the queue, the model and the summary, not the capture.
+    assert latency.queue_ms + latency.inference_ms <= latency.result_ms
+    assert latency.result_ms <= latency.total_ms - latency.capture_ms + 1000
+    assert result.timestamp <= result.published_at <= time.time()
+    assert result.published_at - result.timestamp >= latency.result_ms / 1e3 - 0.05
     document = json.loads(json.dumps(result.as_dict()))
-    assert document["latency"].keys() == {"capture_ms", "queue_ms", "inference_ms", "total_ms"}
+    assert document["latency"].keys() == {
+        "capture_ms",
+        "queue_ms",
+        "inference_ms",
+        "total_ms",
+        "result_ms",
+    }
     assert document["model_version"] == "1"
 
 

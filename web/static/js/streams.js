@@ -1,5 +1,5 @@
-// Streams: per stream its state, fps, drops, failures and where a frame's time
-// went, from /api/v1/streams every 2 s, and its latest frame (lanes drawn by
+// Streams: per stream its state, fps, drops, failures, where a frame's time
+// went and the distribution of read-to-result times, from /api/v1/streams every 2 s, and its latest frame (lanes drawn by
 // the server) from frame.jpg. Each image asks for the next frame ~500 ms after
 // the previous one arrived or failed, so a slow link never queues requests.
 "use strict";
@@ -62,6 +62,42 @@
     ]);
   }
 
+  // Read-to-result over the stream's recent results: the tail a control loop
+  // feels, as p50/p90/p99/max and a histogram whose bars share one scale.
+  function resultLatency(distribution) {
+    if (!distribution) return el("p", { class: "subtle" }, ["No result yet."]);
+    const buckets = distribution.buckets || [];
+    const most = Math.max(1, ...buckets.map(([, count]) => count));
+    const label = (bound, index) => {
+      if (bound !== null) return `≤ ${number(bound, 0)}`;
+      const previous = index > 0 ? buckets[index - 1][0] : 0;
+      return `> ${number(previous, 0)}`;
+    };
+    const shown = buckets.filter(([, count], index) =>
+      count > 0 || buckets.slice(0, index).some(([, c]) => c > 0) && buckets.slice(index).some(([, c]) => c > 0));
+    return el("div", { class: "result-latency" }, [
+      el("dl", { class: "facts compact" }, [
+        ...["p50", "p90", "p99", "max"].flatMap((name) => [
+          el("dt", {}, [name]),
+          el("dd", { dataset: { resultLatency: name } }, [`${number(distribution[`${name}_ms`], 1)} ms`]),
+        ]),
+        el("dt", {}, ["results"]),
+        el("dd", { dataset: { resultLatency: "count" } }, [String(distribution.count)]),
+      ]),
+      el("table", { class: "histogram" }, [
+        el("tbody", {}, shown.map(([bound, count]) => {
+          const bar = el("span", { class: "histogram-bar" });
+          bar.style.width = `${(100 * count) / most}%`;
+          return el("tr", { dataset: { bucket: bound === null ? "inf" : String(bound) } }, [
+            el("th", { scope: "row" }, [`${label(bound, buckets.findIndex(([b]) => b === bound))} ms`]),
+            el("td", { class: "histogram-cell" }, [bar]),
+            el("td", { class: "histogram-count" }, [String(count)]),
+          ]);
+        })),
+      ]),
+    ]);
+  }
+
   function streamCard(stream) {
     let entry = cards.get(stream.name);
     if (!entry) {
@@ -97,6 +133,8 @@
       entry.history.panel,
       el("h3", {}, ["Latency per frame"]),
       latency(stream.latency),
+      el("h3", {}, ["Read to result, recent frames"]),
+      resultLatency(stream.result_latency),
     ]);
     return entry.card;
   }
