@@ -43,11 +43,14 @@ class RtspTestCamera:
         width: int = 640,
         height: int = 360,
         fps: int = 15,
+        stamp: bool = False,
     ) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.user, self.password = user, password
         self.width, self.height, self.fps = width, height, fps
+        self.stamp = stamp
+        """Frames carry the wall clock in their top rows (--stamp)."""
         self.port = 0
         self.process: subprocess.Popen | None = None
 
@@ -80,6 +83,8 @@ class RtspTestCamera:
         ]
         if self.user:
             command += ["--user", self.user, "--password", self.password]
+        if self.stamp:
+            command.append("--stamp")
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log)
         log.close()
         line = b""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Callable
 
 from edgebox.events.event import Event
 
@@ -31,6 +32,13 @@ class Subscription:
         self._ready = threading.Condition()
         self._dropped = 0
         self._closed = False
+        self._waker: Callable[[], None] | None = None
+
+    def set_waker(self, waker: Callable[[], None] | None) -> None:
+        """Called after each event is queued, outside the queue's lock, for a
+        consumer that waits on something else too (the MQTT thread waits on
+        the broker's socket) and must not sleep through an event."""
+        self._waker = waker
 
     @property
     def dropped(self) -> int:
@@ -52,6 +60,9 @@ class Subscription:
                 self._dropped += 1
             self._events.append(event)
             self._ready.notify()
+        waker = self._waker
+        if waker is not None:
+            waker()
 
     def _wait_locked(self, timeout: float | None) -> bool:
         """True when an event is queued; False on timeout or once closed."""

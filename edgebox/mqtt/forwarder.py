@@ -42,11 +42,13 @@ from edgebox.mqtt.settings import MqttSettings
 from edgebox.mqtt.spool import Outgoing, Spool
 from edgebox.mqtt.status import DeviceStatus
 from edgebox.mqtt.subscriptions import Callback, Subscriptions
+from edgebox.mqtt.waker import Waker
 
 log = logging.getLogger("edgebox.mqtt")
 
 LOOP_TIMEOUT_S = 0.05
-"""Longest an event waits on the thread while connected (paho's select)."""
+"""Longest paho's select waits while connected and nothing happens; an event
+from the bus ends the wait at once (``Waker``)."""
 BATCH = 512
 COMMIT_INTERVAL_S = 0.025
 """Events are committed to the spool at most this often (or per ``BATCH``):
@@ -97,6 +99,8 @@ class MqttForwarder:
         self._wall = wall
         self.broker = f"{settings.parsed_url.host}:{settings.parsed_url.port}"
         self._subscription = bus.subscribe(max_events=settings.queue_events)
+        self._waker = Waker()
+        self._subscription.set_waker(self._waker.wake)
         self._stopping = threading.Event()
         self._stop_budget_s = 1.0
         self._thread: threading.Thread | None = None
@@ -137,7 +141,9 @@ class MqttForwarder:
         self._stopping.set()
         if self._thread is None:
             self._subscription.close()
+            self._waker.close()
             return True
+        self._waker.wake()
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
 
@@ -189,6 +195,8 @@ class MqttForwarder:
             self._state = "stopped"
             self._refresh_stats(force=True)
             self._spool.close()
+            self._subscription.set_waker(None)
+            self._waker.close()
 
     def _step(self) -> None:
         if not self._reconfigured.empty():
@@ -206,7 +214,11 @@ class MqttForwarder:
         else:
             session.sync_subscriptions()
             session.send_window(self._spool)
-            self._spool.ack_many(session.pump(LOOP_TIMEOUT_S))
+            wait_s = LOOP_TIMEOUT_S
+            if self._pending:
+                commit_in = self._last_commit + COMMIT_INTERVAL_S - self._clock()
+                wait_s = min(wait_s, max(0.0, commit_in))
+            self._spool.ack_many(session.pump(wait_s, self._waker))
             if session.lost_reason is not None:
                 self._lose(session.lost_reason)
         self._spool.flush_due()

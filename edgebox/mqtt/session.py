@@ -10,6 +10,7 @@ thread: paho's callbacks fire inside ``pump``.
 from __future__ import annotations
 
 import logging
+import select
 import time
 from collections.abc import Callable
 
@@ -19,6 +20,7 @@ from edgebox.mqtt.connection import LastWill, login_refused, new_client, open_co
 from edgebox.mqtt.settings import MqttSettings
 from edgebox.mqtt.spool import Spool, Spooled
 from edgebox.mqtt.subscriptions import SUBSCRIBE_QOS, Subscriptions
+from edgebox.mqtt.waker import Waker
 
 log = logging.getLogger("edgebox.mqtt")
 
@@ -124,18 +126,49 @@ class BrokerSession:
     def in_flight(self, row_id: int) -> bool:
         return row_id in self._in_flight.values()
 
-    def pump(self, timeout_s: float) -> list[int]:
-        """paho's network work for up to ``timeout_s``; the rows acknowledged
-        meanwhile (to delete). Sets ``lost_reason`` when the connection is
-        gone or the CONNACK is overdue."""
+    def pump(self, timeout_s: float, waker: Waker | None = None) -> list[int]:
+        """paho's network work for up to ``timeout_s``, or until ``waker``
+        fires (an event to send); the rows acknowledged meanwhile (to
+        delete). Sets ``lost_reason`` when the connection is gone or the
+        CONNACK is overdue.
+
+        The wait is paho's own ``loop`` taken apart (its documented external
+        loop: ``loop_read``, ``loop_write``, ``loop_misc``) so that it can
+        wait on the waker as well as the broker's socket."""
         if not self.connected and self._clock() > self._connack_deadline:
             self.lost_reason = f"no answer to CONNECT within {self._connack_timeout_s:g} s"
             return []
-        result = self._client.loop(timeout=timeout_s)
+        result = self._loop(timeout_s, waker)
         if result != mqtt.MQTT_ERR_SUCCESS:
             self.lost_reason = self.lost_reason or mqtt.error_string(result)
         acked, self._acked = self._acked, []
         return acked
+
+    def _loop(self, timeout_s: float, waker: Waker | None) -> int:
+        client = self._client
+        sock = client.socket()
+        if sock is None:
+            return mqtt.MQTT_ERR_NO_CONN
+        pending = sock.pending() if hasattr(sock, "pending") else 0  # TLS: bytes already read
+        readers = [sock] if waker is None else [sock, waker]
+        writers = [sock] if client.want_write() else []
+        try:
+            readable, writable, _ = select.select(
+                readers, writers, [], 0.0 if pending else timeout_s
+            )
+        except (OSError, TypeError, ValueError):
+            return mqtt.MQTT_ERR_CONN_LOST
+        if waker is not None and waker in readable:
+            waker.drain()
+        if sock in readable or pending:
+            result = client.loop_read()
+            if result or client.socket() is None:
+                return result
+        if sock in writable:
+            result = client.loop_write()
+            if result or client.socket() is None:
+                return result
+        return client.loop_misc()
 
     def close(self, clean: bool) -> None:
         """``clean``: DISCONNECT, so the broker drops the last will; else just

@@ -38,6 +38,13 @@ NETWORK_OPEN_TIMEOUT_MS = 10_000
 NETWORK_READ_TIMEOUT_MS = 5_000
 """A camera that stops sending fails the read after this long instead of
 blocking the capture thread (and shutdown) for FFmpeg's default 30 s."""
+NETWORK_DECODE_THREADS = 1
+"""FFmpeg's H.264/H.265 decoders thread by frames, and each extra thread
+holds one more frame back: OpenCV asks for one thread per core, so a camera
+at 15 fps reached results 2 frames late on 2 cores and would be 11 late
+(730 ms) on an AGX Orin's 12 (bench/RESULTS.md, issue 26). One thread
+decodes a camera's frames as they come; where that is too slow for the
+stream, the Orin's hardware decoder is the answer, not more threads."""
 GSTREAMER_TIMEOUTS_SINCE = (4, 7)
 """OpenCV 4.7 gave its GStreamer backend the open and read timeouts (JetPack 6
 ships 4.8); older builds refuse a capture given parameters they do not know."""
@@ -180,6 +187,9 @@ def _open_network(cv2: ModuleType, spec: SourceSpec) -> Any:
         cv2.CAP_PROP_READ_TIMEOUT_MSEC,
         NETWORK_READ_TIMEOUT_MS,
     ]
+    threads = getattr(cv2, "CAP_PROP_N_THREADS", None)
+    if threads is not None:
+        params += [threads, NETWORK_DECODE_THREADS]
     capture = cv2.VideoCapture(str(spec.target), cv2.CAP_FFMPEG, params)
     if not capture.isOpened():
         capture.release()

@@ -142,3 +142,19 @@ def test_subscription_gets_only_the_kinds_it_asked_for():
     bus.publish(status)
 
     assert statuses.get_batch(10, timeout=0) == [status]
+
+
+def test_a_waker_is_called_for_each_event_queued_and_none_after_close():
+    bus = EventBus()
+    subscription = bus.subscribe(ModelStateChanged, max_events=2)
+    woken: list[int] = []
+    subscription.set_waker(lambda: woken.append(len(woken)))
+    for index in range(3):
+        bus.publish(model_event(index))
+    bus.publish(
+        StreamStatus("s", "src", "m", StreamState.RUNNING, "", None, 0, 0, 0, 0, 0, 0, 0.0, "", 0.0)
+    )
+    assert woken == [0, 1, 2], "once per event of its kinds, a drop included"
+    subscription.close()
+    bus.publish(model_event(4))
+    assert len(woken) == 3

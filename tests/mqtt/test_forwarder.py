@@ -391,3 +391,22 @@ def test_two_daemons_with_one_device_id_are_reported_as_a_conflict(
     events = [e for e in links.get_batch(1000, 0) if e.state == "conflict"]
     if any("not ours 1.5" in message for message in conflicts):
         assert events and f"MQTT: {events[0].reason}" in conflicts
+
+
+def test_an_event_is_sent_at_once_not_when_the_socket_wait_times_out(
+    mosquitto, forwarders, device_id, monkeypatch
+):
+    """The MQTT thread waits on the broker's socket (paho's select) and on
+    the bus (``Waker``): with the socket wait stretched to a minute, a result
+    still reaches the subscriber well inside the test's 10 s."""
+    from edgebox.mqtt import forwarder as forwarder_module
+
+    monkeypatch.setattr(forwarder_module, "LOOP_TIMEOUT_S", 60.0)
+    topic = f"edgebox/{device_id}/streams/cam/results"
+    with Subscriber(mosquitto, topic) as subscriber:
+        forwarder = forwarders(mosquitto.url)
+        wait_for(lambda: forwarder.stats().state == "connected", what="the link")
+        for index in range(3):
+            forwarder.bus.publish(result("cam", index))
+            subscriber.wait_for(lambda ms, n=index: len(ms) == n + 1, 10, what=f"result {index}")
+    assert [d["frame_index"] for d in documents(subscriber, topic)] == [0, 1, 2]
