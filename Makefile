@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 REPO ?= model_repository
 ARGS ?=
 
-.PHONY: run test test-parity lint bench bench-memory rtsp-camera demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck perf-analyzer test-perf-analyzer prometheus test-fleet
+.PHONY: run test test-parity lint bench bench-memory bench-cameras rtsp-camera demo-models check clean mosquitto web-assets chromium systemd-analyze deb test-appliance shellcheck perf-analyzer test-perf-analyzer prometheus test-fleet
 
 # Debian's packages, installed only when missing (as root in CI, else sudo);
 # `apt-get update` runs only when a first install attempt fails.
@@ -143,6 +143,11 @@ bench: demo-models perf-analyzer
 # (bench/memory_budget.py; BENCH_ARGS="--minutes 3" for a shorter look).
 bench-memory: demo-models mosquitto
 	$(PY) -m bench.memory_budget $(BENCH_ARGS)
+
+# Opt-in, about 5 minutes: glass-to-result from a camera that stamps its clock
+# into its frames, and four RTSP cameras sharing lane_pipeline (bench/cameras.py).
+bench-cameras: demo-models mosquitto rtsp-camera
+	$(PY) -m bench.cameras $(BENCH_ARGS)
 
 check: demo-models
 	$(VENV)/bin/edgebox check $(REPO)
