@@ -55,6 +55,19 @@ class GstProbe:
         self._opencv_has_gstreamer = functools.cache(opencv_has_gstreamer)
         self._element_exists = functools.cache(element_exists)
         self._lock = threading.Lock()
+        self._software_only: set[str] = set()
+
+    def hardware_failed(self, source: str) -> None:
+        """``source``'s hardware pipeline did not start where FFmpeg did (a
+        codec NVDEC or parsebin does not take, say): ``auto`` decodes it in
+        software from now on instead of trying the pipeline at every
+        reconnect."""
+        with self._lock:
+            self._software_only.add(source)
+
+    def software_only(self, source: str) -> bool:
+        with self._lock:
+            return source in self._software_only
 
     def support(self, elements: Iterable[str]) -> Support:
         with self._lock:
@@ -120,6 +133,8 @@ def choose(spec: SourceSpec, probe: GstProbe) -> Choice:
         return Choice(True, ISP, refusal=_refusal("a CSI camera", support))
     if not spec.hardware_decodable or spec.decode is Decode.SOFTWARE:
         return Choice(False, DECODED_AS_IS[spec.kind])
+    if spec.decode is Decode.AUTO and probe.software_only(spec.text):
+        return Choice(False, SOFTWARE_DECODER)
     support = probe.support(RTSP_ELEMENTS)
     if support.available:
         return Choice(True, HARDWARE_DECODER)

@@ -11,6 +11,7 @@ reading, so a frame is never older than the one before it plus decode time.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
@@ -19,16 +20,21 @@ from typing import Any
 
 import numpy as np
 
+from edgebox.secrets_mask import MaskSecrets
 from edgebox.streams import gst_pipelines
 from edgebox.streams.frame_source import SourceError
 from edgebox.streams.hardware_decode import (
     FALLBACK_NOTICE,
+    SOFTWARE_DECODER,
     GstProbe,
     build_has_gstreamer,
     choose,
     default_probe,
 )
-from edgebox.streams.source_spec import SourceKind, SourceSpec
+from edgebox.streams.source_spec import Decode, SourceKind, SourceSpec
+
+log = logging.getLogger(__name__)
+log.addFilter(MaskSecrets())
 
 FFMPEG_OPTIONS_VARIABLE = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
 LOW_LATENCY_FFMPEG_OPTIONS = "rtsp_transport;tcp|fflags;nobuffer|flags;low_delay"
@@ -77,17 +83,31 @@ class OpenCvSource:
 
     def __init__(self, spec: SourceSpec, probe: GstProbe | None = None) -> None:
         self._cv2 = _import_cv2()
-        choice = choose(spec, probe or default_probe())
+        probe = probe or default_probe()
+        choice = choose(spec, probe)
         if choice.refusal:
             raise SourceError(choice.refusal)
         if choice.fallback:
             FALLBACK_NOTICE.say(spec, choice.fallback)
         self.decoder = choice.decoder
         """Who turns the source into frames (the self-test reports it)."""
-        if choice.pipeline:
-            self._capture: Any = _open_generated(self._cv2, spec, generated_pipeline(spec))
-        else:
-            self._capture = _open(self._cv2, spec)
+        if not choice.pipeline:
+            self._capture: Any = _open(self._cv2, spec)
+            return
+        try:
+            self._capture = _open_generated(self._cv2, spec, generated_pipeline(spec))
+        except SourceError as hardware:
+            if spec.kind is not SourceKind.NETWORK or spec.decode is not Decode.AUTO:
+                raise
+            self._capture = _open(self._cv2, spec)  # its own error if FFmpeg fails too
+            probe.hardware_failed(spec.text)
+            self.decoder = SOFTWARE_DECODER
+            log.warning(
+                "'%s': decode auto: the hardware pipeline did not start (%s) but FFmpeg "
+                "did; this camera decodes in software from now on",
+                spec.display,
+                hardware,
+            )
 
     def grab(self) -> bool:
         try:

@@ -149,15 +149,18 @@ def test_gst_inspect_answers_from_gstreamers_own_registry():
 
 
 class FakeVideoCapture:
-    """Records how OpenCV was asked to open, and opens."""
+    """Records how OpenCV was asked to open, and opens unless its backend
+    is one of ``refused``."""
 
     opened: list[tuple] = []
+    refused: set[int] = set()
 
     def __init__(self, *args):
         FakeVideoCapture.opened.append(args)
+        self.backend = args[1] if len(args) > 1 else None
 
     def isOpened(self):
-        return True
+        return self.backend not in FakeVideoCapture.refused
 
     def set(self, *args):
         return True
@@ -171,6 +174,7 @@ def fake_capture(monkeypatch):
     import cv2
 
     FakeVideoCapture.opened = []
+    FakeVideoCapture.refused = set()
     monkeypatch.setattr(cv2, "VideoCapture", FakeVideoCapture)
     monkeypatch.delenv(opencv_source.FFMPEG_OPTIONS_VARIABLE, raising=False)
     return FakeVideoCapture
@@ -213,3 +217,40 @@ def test_hardware_that_cannot_run_is_a_source_error_with_the_reason(fake_capture
             parse_source("rtsp://cam/s", "hardware"), FakeGstProbe(opencv_gstreamer=False)
         )
     assert fake_capture.opened == []
+
+
+def test_auto_decodes_in_software_for_good_when_the_pipeline_fails_where_ffmpeg_works(
+    fake_capture, caplog
+):
+    import cv2
+
+    fake_capture.refused = {cv2.CAP_GSTREAMER}
+    probe = FakeGstProbe()
+    spec = parse_source("rtsp://u:pw@cam/mjpeg")
+    with caplog.at_level(logging.WARNING, logger="edgebox.streams.opencv_source"):
+        first = opencv_source.OpenCvSource(spec, probe)
+        again = opencv_source.OpenCvSource(spec, probe)
+    assert [args[1] for args in fake_capture.opened] == [
+        cv2.CAP_GSTREAMER,
+        cv2.CAP_FFMPEG,
+        cv2.CAP_FFMPEG,
+    ]
+    assert first.decoder == again.decoder == SOFTWARE_DECODER
+    (warning,) = caplog.records
+    assert warning.getMessage().startswith(
+        "'rtsp://u:***@cam/mjpeg': decode auto: the hardware pipeline did not start ("
+    )
+    assert choose(parse_source("rtsp://other/s"), probe).pipeline, "only that camera"
+
+
+def test_hardware_never_falls_back_and_a_camera_both_refuse_is_tried_again(fake_capture):
+    import cv2
+
+    fake_capture.refused = {cv2.CAP_GSTREAMER, cv2.CAP_FFMPEG}
+    probe = FakeGstProbe()
+    with pytest.raises(SourceError, match="hardware-decode pipeline for 'rtsp://cam/s'"):
+        opencv_source.OpenCvSource(parse_source("rtsp://cam/s", "hardware"), probe)
+    assert [args[1] for args in fake_capture.opened] == [cv2.CAP_GSTREAMER]
+    with pytest.raises(SourceError, match="cannot open network stream 'rtsp://cam/s'"):
+        opencv_source.OpenCvSource(parse_source("rtsp://cam/s"), probe)
+    assert choose(parse_source("rtsp://cam/s"), probe).pipeline
