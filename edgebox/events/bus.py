@@ -35,9 +35,12 @@ class Subscription:
         self._waker: Callable[[], None] | None = None
 
     def set_waker(self, waker: Callable[[], None] | None) -> None:
-        """Called after each event is queued, outside the queue's lock, for a
-        consumer that waits on something else too (the MQTT thread waits on
-        the broker's socket) and must not sleep through an event."""
+        """Called, outside the queue's lock, when an event lands in an empty
+        queue: for a consumer that waits on something else too (the MQTT
+        thread waits on the broker's socket) and must not sleep through an
+        event. A queue that already held events has woken it already, and
+        ``get_batch`` takes them all; at thousands of results a second this
+        spares a system call per event."""
         self._waker = waker
 
     @property
@@ -55,13 +58,14 @@ class Subscription:
         with self._ready:
             if self._closed:
                 return
+            was_empty = not self._events
             if len(self._events) >= self._max_events:
                 self._events.popleft()
                 self._dropped += 1
             self._events.append(event)
             self._ready.notify()
         waker = self._waker
-        if waker is not None:
+        if waker is not None and was_empty:
             waker()
 
     def _wait_locked(self, timeout: float | None) -> bool:

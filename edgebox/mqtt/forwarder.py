@@ -205,7 +205,8 @@ class MqttForwarder:
         wait = 0.0 if session is not None else self._idle_wait_s()
         if self._pending:
             wait = min(wait, max(0.0, self._last_commit + COMMIT_INTERVAL_S - self._clock()))
-        self._pending += self._subscription.get_batch(BATCH, wait)
+        batch = self._subscription.get_batch(BATCH, wait)
+        self._pending += batch
         if len(self._pending) >= BATCH or self._clock() - self._last_commit >= COMMIT_INTERVAL_S:
             self._commit_pending()
         if session is None:
@@ -214,7 +215,8 @@ class MqttForwarder:
         else:
             session.sync_subscriptions()
             session.send_window(self._spool)
-            wait_s = LOOP_TIMEOUT_S
+            # A full batch may have left events queued, which wake nobody.
+            wait_s = 0.0 if len(batch) == BATCH else LOOP_TIMEOUT_S
             if self._pending:
                 commit_in = self._last_commit + COMMIT_INTERVAL_S - self._clock()
                 wait_s = min(wait_s, max(0.0, commit_in))
