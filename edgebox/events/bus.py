@@ -44,6 +44,11 @@ class Subscription:
         self._waker = waker
 
     @property
+    def queued(self) -> int:
+        """Events waiting now; a glance for a consumer about to sleep."""
+        return len(self._events)
+
+    @property
     def dropped(self) -> int:
         """Events dropped (oldest first) because this subscriber fell behind."""
         return self._dropped

@@ -49,6 +49,11 @@ log = logging.getLogger("edgebox.mqtt")
 LOOP_TIMEOUT_S = 0.05
 """Longest paho's select waits while connected and nothing happens; an event
 from the bus ends the wait at once (``Waker``)."""
+BUSY_WINDOW_S = 0.01
+"""Within this long of the last event the MQTT thread polls every
+``POLL_S`` instead of sleeping armed: at hundreds of results a second the
+publishers then never pay for a wake-up (edgebox/mqtt/waker.py)."""
+POLL_S = 0.002
 BATCH = 512
 COMMIT_INTERVAL_S = 0.025
 """Events are committed to the spool at most this often (or per ``BATCH``):
@@ -101,6 +106,7 @@ class MqttForwarder:
         self._subscription = bus.subscribe(max_events=settings.queue_events)
         self._waker = Waker()
         self._subscription.set_waker(self._waker.wake)
+        self._last_event_at = float("-inf")
         self._stopping = threading.Event()
         self._stop_budget_s = 1.0
         self._thread: threading.Thread | None = None
@@ -143,6 +149,7 @@ class MqttForwarder:
             self._subscription.close()
             self._waker.close()
             return True
+        self._waker.arm()
         self._waker.wake()
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
@@ -206,6 +213,8 @@ class MqttForwarder:
         if self._pending:
             wait = min(wait, max(0.0, self._last_commit + COMMIT_INTERVAL_S - self._clock()))
         batch = self._subscription.get_batch(BATCH, wait)
+        if batch:
+            self._last_event_at = self._clock()
         self._pending += batch
         if len(self._pending) >= BATCH or self._clock() - self._last_commit >= COMMIT_INTERVAL_S:
             self._commit_pending()
@@ -215,16 +224,28 @@ class MqttForwarder:
         else:
             session.sync_subscriptions()
             session.send_window(self._spool)
-            # A full batch may have left events queued, which wake nobody.
-            wait_s = 0.0 if len(batch) == BATCH else LOOP_TIMEOUT_S
-            if self._pending:
-                commit_in = self._last_commit + COMMIT_INTERVAL_S - self._clock()
-                wait_s = min(wait_s, max(0.0, commit_in))
-            self._spool.ack_many(session.pump(wait_s, self._waker))
+            self._spool.ack_many(session.pump(self._socket_wait_s(len(batch)), self._waker))
+            self._waker.disarm()
             if session.lost_reason is not None:
                 self._lose(session.lost_reason)
         self._spool.flush_due()
         self._refresh_stats()
+
+    def _socket_wait_s(self, taken: int) -> float:
+        """How long paho's select may wait: not at all after a full batch
+        (events may be left queued), until the next commit while events are
+        pending, ``POLL_S`` while events flow, else ``LOOP_TIMEOUT_S``, armed
+        so that the next event ends the wait."""
+        if taken == BATCH:
+            return 0.0
+        now = self._clock()
+        wait_s = LOOP_TIMEOUT_S
+        if self._pending:
+            wait_s = min(wait_s, max(0.0, self._last_commit + COMMIT_INTERVAL_S - now))
+        if now - self._last_event_at < BUSY_WINDOW_S:
+            return min(wait_s, POLL_S)
+        self._waker.arm()
+        return 0.0 if self._subscription.queued else wait_s
 
     def _take_settings(self) -> None:
         files: set[str] = set()
