@@ -20,7 +20,8 @@ from types import TracebackType
 import numpy as np
 from tritonclient.grpc import model_config_pb2
 
-from edgebox.backends.base import InstanceSpec, ModelContext
+from edgebox.backends.base import ModelContext
+from edgebox.backends.one_instance import OneInstance
 from edgebox.backends.python import Backend as PythonBackend
 from edgebox.engine_build.calibration import Sample
 from edgebox.errors import ConfigError, EdgeboxError, InvalidArgument, NotFound, Unavailable
@@ -119,27 +120,21 @@ class PreprocessingRunner:
 
     def __init__(self, plan: PreprocessingPlan) -> None:
         self._plan = plan
-        self._backend = PythonBackend()
-        self._context = ModelContext(
+        context = ModelContext(
             name=plan.model,
             version=plan.version,
             config=plan.config,
             model_dir=plan.model_dir,
             version_dir=plan.model_dir / str(plan.version),
         )
-        self._instance = None
+        self._one = OneInstance(PythonBackend(), context, self._find_input)
         self._input: tuple[str, list[int], bool] | None = None
 
+    def _find_input(self, context: ModelContext) -> None:
+        self._input = _image_input(context.config, self._plan.model)
+
     def __enter__(self) -> PreprocessingRunner:
-        self._backend.complete_config(self._context)
-        try:
-            self._input = _image_input(self._context.config, self._plan.model)
-            self._instance = self._backend.load_instance(
-                self._context, InstanceSpec(f"{self._plan.model}_0", "CPU")
-            )
-        except BaseException:
-            self._backend.unload(self._context)
-            raise
+        self._one.__enter__()
         return self
 
     def __exit__(
@@ -148,14 +143,12 @@ class PreprocessingRunner:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._instance is not None:
-            self._instance.close()
-            self._instance = None
-        self._backend.unload(self._context)
+        self._input = None
+        self._one.__exit__(exc_type, exc, traceback)
 
     def run(self, image: np.ndarray, source: str) -> dict[str, np.ndarray]:
         """Engine input name -> the preprocessing output that feeds it."""
-        assert self._instance is not None and self._input is not None, "use inside 'with'"
+        assert self._input is not None, "use inside 'with'"
         name, dims, batched = self._input
         where = f"model '{self._plan.model}', image '{source}'"
         if not _fits(dims, image.shape):
@@ -165,7 +158,7 @@ class PreprocessingRunner:
             )
         data = image[np.newaxis] if batched else image
         request = InferRequest(self._plan.model, [Tensor(name, "UINT8", data)])
-        result = self._instance.execute([request])[0]
+        result = self._one.execute(request)
         if isinstance(result, EdgeboxError):
             raise EdgeboxError(f"calibration image '{source}': {result}", result.code)
         produced = {tensor.name: tensor.data for tensor in result.outputs}

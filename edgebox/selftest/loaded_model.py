@@ -16,7 +16,8 @@ import numpy as np
 from tritonclient.grpc import model_config_pb2
 
 from edgebox.backends import BackendCatalog
-from edgebox.backends.base import InstanceSpec, ModelContext
+from edgebox.backends.base import ModelContext
+from edgebox.backends.one_instance import OneInstance
 from edgebox.errors import EdgeboxError
 from edgebox.repository.config import CONFIG_FILENAME, backend_of, parse_model_config_file
 from edgebox.repository.layout import scan_model
@@ -37,7 +38,6 @@ class LoadedModel:
             raise problems[0]
         self.config = config
         self.version = highest_version(self.model_dir, config)
-        self._backend = catalog.get(backend_of(config))
         self.context = ModelContext(
             name=model,
             version=self.version,
@@ -45,17 +45,10 @@ class LoadedModel:
             model_dir=self.model_dir,
             version_dir=self.model_dir / str(self.version),
         )
-        self._instance = None
+        self._one = OneInstance(catalog.get(backend_of(config)), self.context)
 
     def __enter__(self) -> LoadedModel:
-        self._backend.complete_config(self.context)
-        try:
-            self._instance = self._backend.load_instance(
-                self.context, InstanceSpec(f"{self.context.name}_0", "CPU")
-            )
-        except BaseException:
-            self._backend.unload(self.context)
-            raise
+        self._one.__enter__()
         return self
 
     def __exit__(
@@ -64,10 +57,7 @@ class LoadedModel:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._instance is not None:
-            self._instance.close()
-            self._instance = None
-        self._backend.unload(self.context)
+        self._one.__exit__(exc_type, exc, traceback)
 
     @property
     def model_file(self) -> Path:
@@ -75,13 +65,12 @@ class LoadedModel:
 
     def run(self, inputs: Arrays) -> Arrays:
         """Every output, by name; arrays are sent with the datatypes the config declares."""
-        assert self._instance is not None, "use inside 'with'"
         declared = {
             tensor.name: config_type_to_datatype(model_config_pb2.DataType.Name(tensor.data_type))
             for tensor in self.config.input
         }
         tensors = [Tensor(name, declared.get(name, "FP32"), data) for name, data in inputs.items()]
-        result = self._instance.execute([InferRequest(self.context.name, tensors)])[0]
+        result = self._one.execute(InferRequest(self.context.name, tensors))
         if isinstance(result, EdgeboxError):
             raise result
         return {tensor.name: np.asarray(tensor.data) for tensor in result.outputs}
