@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edgebox.selftest.clocks import clocks_check
+from edgebox.selftest.packages import library_checks
 from edgebox.selftest.report import Check, Status
 from edgebox.telemetry import choice, sysfs_source
 
@@ -42,7 +44,9 @@ def platform_checks(root: Path, importer: Importer = import_or_none) -> list[Che
     return [
         _module(root, jetson),
         _power_mode(root, jetson),
+        clocks_check(root, jetson),
         _telemetry(root),
+        *library_checks(root, jetson),
         _tensorrt(importer, jetson),
         _onnxruntime(importer),
         _opencv(importer, jetson),
