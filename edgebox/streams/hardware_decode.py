@@ -32,6 +32,18 @@ log.addFilter(MaskSecrets())
 INSPECT_TIMEOUT_S = 10.0
 """A first ``gst-inspect-1.0`` may rebuild GStreamer's plugin registry."""
 
+PACKAGE_OF = {
+    "nvv4l2decoder": "nvidia-l4t-gstreamer",
+    "nvvidconv": "nvidia-l4t-gstreamer",
+    "nvarguscamerasrc": "nvidia-l4t-gstreamer",
+    "rtspsrc": "gstreamer1.0-plugins-good",
+    "parsebin": "gstreamer1.0-plugins-base",
+    "videoconvert": "gstreamer1.0-plugins-base",
+    "appsink": "gstreamer1.0-plugins-base",
+}
+"""Where a missing element comes from, for the reason shown: L4T's own
+packages for NVIDIA's elements, Ubuntu's for the rest."""
+
 ElementExists = Callable[[str], "bool | None"]
 """Whether GStreamer has an element; None when there is no way to ask."""
 
@@ -91,10 +103,9 @@ class GstProbe:
                 "(gstreamer1.0-tools) nor python3-gi is installed",
             )
         if missing:
+            packages = sorted({PACKAGE_OF.get(name, "its GStreamer plugin") for name in missing})
             return Support(
-                False,
-                f"GStreamer has no {', '.join(missing)} (L4T's multimedia packages: "
-                "nvidia-l4t-gstreamer)",
+                False, f"GStreamer has no {', '.join(missing)} (install {', '.join(packages)})"
             )
         return Support(True)
 

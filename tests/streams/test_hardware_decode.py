@@ -70,8 +70,13 @@ def test_auto_without_nvidias_elements_falls_back_naming_them():
     probe = FakeGstProbe(elements=ORIN_ELEMENTS - {"nvv4l2decoder", "nvvidconv"})
     choice = choose(parse_source("rtsp://cam/s"), probe)
     assert not choice.pipeline
-    assert choice.fallback == (
-        "GStreamer has no nvv4l2decoder, nvvidconv (L4T's multimedia packages: "
+    assert (
+        choice.fallback
+        == "GStreamer has no nvv4l2decoder, nvvidconv (install nvidia-l4t-gstreamer)"
+    )
+    probe = FakeGstProbe(elements=ORIN_ELEMENTS - {"rtspsrc", "nvvidconv"})
+    assert choose(parse_source("rtsp://cam/s"), probe).fallback == (
+        "GStreamer has no rtspsrc, nvvidconv (install gstreamer1.0-plugins-good, "
         "nvidia-l4t-gstreamer)"
     )
 
@@ -114,8 +119,8 @@ def test_a_csi_camera_always_takes_the_isp_pipeline_or_says_why_not():
         parse_source("csi:0"), FakeGstProbe(elements=ORIN_ELEMENTS - {"nvarguscamerasrc"})
     )
     assert refused.refusal == (
-        "a CSI camera cannot run here: GStreamer has no nvarguscamerasrc (L4T's multimedia "
-        "packages: nvidia-l4t-gstreamer)"
+        "a CSI camera cannot run here: GStreamer has no nvarguscamerasrc (install "
+        "nvidia-l4t-gstreamer)"
     )
 
 
