@@ -9,36 +9,20 @@ this TensorRT and this GPU, and config.pbtxt batches as the profile allows.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from installed_modules import installed
 
 from cli_helpers import run_edgebox
 from edgebox.repository.config import read_model_config
 from scripts.onnx_builders import LANE_ANCHORS, LANE_VALUES, build_lane_model
 
-
-def _installed(name: str):
-    """The module, imported, when it is really installed. Under pytest, test
-    folders are on sys.path, and a folder named ``tensorrt`` there would import
-    as an empty namespace package (a spec without an origin): that is left
-    alone rather than put into sys.modules."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except ImportError:
-        return None
-    if spec is None or spec.origin is None:
-        return None
-    return importlib.import_module(name)
-
-
-trt = _installed("tensorrt")
-cuda = _installed("pycuda.driver")
+trt = installed("tensorrt")
+cuda = installed("pycuda.driver")
 pytestmark = [
     pytest.mark.skipif(
         trt is None, reason="TensorRT is absent: engine builds need JetPack's python3-libnvinfer"

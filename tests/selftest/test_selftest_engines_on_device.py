@@ -8,32 +8,18 @@ give ONNX Runtime's lanes, and run with a power figure.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from pathlib import Path
 
 import pytest
+from installed_modules import installed
 
 from edgebox.selftest.engines import engine_checks
 from edgebox.selftest.platform import on_jetson
 from edgebox.selftest.report import Status
 from model_fixtures import copy_demo_repository
 
-
-def _installed(name: str):
-    """The module when it is really installed (a test folder of that name on
-    sys.path would otherwise import as an empty namespace package)."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except ImportError:
-        return None
-    if spec is None or spec.origin is None:
-        return None
-    return importlib.import_module(name)
-
-
-trt = _installed("tensorrt")
-cuda = _installed("pycuda.driver")
+trt = installed("tensorrt")
+cuda = installed("pycuda.driver")
 pytestmark = [
     pytest.mark.skipif(not on_jetson(Path("/")), reason="not a Jetson: the engines need one"),
     pytest.mark.skipif(trt is None, reason="TensorRT is absent (JetPack's python3-libnvinfer)"),
